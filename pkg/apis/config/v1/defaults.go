@@ -1,0 +1,38 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+)
+
+const (
+	// DefaultRunnerSelectorLabel is the label key that, together with
+	// DefaultRunnerSelectorValue, forms the default RunnerSelector. ARC sets
+	// it on ephemeral runner pods.
+	DefaultRunnerSelectorLabel = "actions-ephemeral-runner"
+	// DefaultRunnerSelectorValue is the label value of the default RunnerSelector.
+	DefaultRunnerSelectorValue = "True"
+	// DefaultRunnerPodLabel is the default RunnerPodLabel.
+	DefaultRunnerPodLabel = "runner-pod"
+)
+
+func addDefaultingFuncs(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&WorkflowReservationArgs{}, func(obj interface{}) {
+		SetDefaults_WorkflowReservationArgs(obj.(*WorkflowReservationArgs))
+	})
+	return nil
+}
+
+// SetDefaults_WorkflowReservationArgs sets the default parameters for the
+// WorkflowReservation plugin.
+func SetDefaults_WorkflowReservationArgs(obj *WorkflowReservationArgs) {
+	if obj.RunnerSelector == nil {
+		obj.RunnerSelector = &metav1.LabelSelector{
+			MatchLabels: map[string]string{DefaultRunnerSelectorLabel: DefaultRunnerSelectorValue},
+		}
+	}
+	if obj.RunnerPodLabel == nil {
+		obj.RunnerPodLabel = ptr.To(DefaultRunnerPodLabel)
+	}
+}

@@ -1,0 +1,90 @@
+// Package validation validates the internal plugin args in
+// github.com/tandem-scheduler/tandem/pkg/apis/config.
+package validation
+
+import (
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+)
+
+// standardContainerResources are the unprefixed resource names a container
+// may request, besides hugepages-<size>.
+var standardContainerResources = sets.New(
+	v1.ResourceCPU,
+	v1.ResourceMemory,
+	v1.ResourceEphemeralStorage,
+)
+
+// ValidateWorkflowReservationArgs validates that WorkflowReservationArgs are
+// set correctly.
+func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowReservationArgs) error {
+	var allErrs field.ErrorList
+
+	selectorPath := path.Child("runnerSelector")
+	if args.RunnerSelector == nil {
+		allErrs = append(allErrs, field.Required(selectorPath, "must select the runner pods"))
+	} else {
+		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(args.RunnerSelector, metav1validation.LabelSelectorValidationOptions{}, selectorPath)...)
+	}
+
+	labelPath := path.Child("runnerPodLabel")
+	if args.RunnerPodLabel == "" {
+		allErrs = append(allErrs, field.Required(labelPath, "must name the label that links workflow pods to their runner pod"))
+	} else {
+		allErrs = append(allErrs, metav1validation.ValidateLabelName(args.RunnerPodLabel, labelPath)...)
+	}
+
+	allErrs = append(allErrs, validateRequests(args.DefaultWorkflowRequests, path.Child("defaultWorkflowRequests"))...)
+	allErrs = append(allErrs, validateRequests(args.DefaultStepRequests, path.Child("defaultStepRequests"))...)
+	return allErrs.ToAggregate()
+}
+
+// validateRequests checks that every name in requests is a resource a
+// container can request and every quantity is non-negative. Entries are
+// visited in name order so errors are deterministic.
+func validateRequests(requests v1.ResourceList, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	names := make([]string, 0, len(requests))
+	for name := range requests {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := path.Key(name)
+		allErrs = append(allErrs, validateResourceName(v1.ResourceName(name), p)...)
+		if q := requests[v1.ResourceName(name)]; q.Sign() < 0 {
+			allErrs = append(allErrs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
+		}
+	}
+	return allErrs
+}
+
+// validateResourceName mirrors the API server's check for container
+// resource names: a qualified name that is either a standard container
+// resource, a *kubernetes.io/ resource or a valid extended resource.
+func validateResourceName(name v1.ResourceName, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for _, msg := range utilvalidation.IsQualifiedName(string(name)) {
+		allErrs = append(allErrs, field.Invalid(path, name, msg))
+	}
+	if len(allErrs) != 0 {
+		return allErrs
+	}
+	if !strings.Contains(string(name), "/") {
+		if !standardContainerResources.Has(name) && !v1helper.IsHugePageResourceName(name) {
+			allErrs = append(allErrs, field.Invalid(path, name, "must be a standard resource for containers"))
+		}
+	} else if !v1helper.IsNativeResource(name) && !v1helper.IsExtendedResourceName(name) {
+		allErrs = append(allErrs, field.Invalid(path, name, "doesn't follow extended resource name standard"))
+	}
+	return allErrs
+}

@@ -1,0 +1,148 @@
+package validation
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+)
+
+func validArgs() *config.WorkflowReservationArgs {
+	return &config.WorkflowReservationArgs{
+		RunnerSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{"actions-ephemeral-runner": "True"},
+		},
+		RunnerPodLabel: "runner-pod",
+	}
+}
+
+func TestValidateWorkflowReservationArgs(t *testing.T) {
+	tests := map[string]struct {
+		modify   func(*config.WorkflowReservationArgs)
+		wantErrs field.ErrorList
+	}{
+		"default args": {
+			modify: func(*config.WorkflowReservationArgs) {},
+		},
+		"all args set": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.RunnerSelector = &metav1.LabelSelector{
+					MatchExpressions: []metav1.LabelSelectorRequirement{
+						{Key: "app", Operator: metav1.LabelSelectorOpExists},
+					},
+				}
+				args.RunnerPodLabel = "example.com/runner-pod"
+				args.DefaultWorkflowRequests = v1.ResourceList{
+					v1.ResourceCPU:              resource.MustParse("1"),
+					v1.ResourceMemory:           resource.MustParse("2Gi"),
+					v1.ResourceEphemeralStorage: resource.MustParse("0"),
+					"hugepages-2Mi":             resource.MustParse("4Mi"),
+					"example.com/gpu":           resource.MustParse("1"),
+				}
+				args.DefaultStepRequests = v1.ResourceList{
+					v1.ResourceCPU: resource.MustParse("500m"),
+				}
+			},
+		},
+		"nil selector": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.RunnerSelector = nil
+			},
+			wantErrs: field.ErrorList{
+				field.Required(field.NewPath("args", "runnerSelector"), ""),
+			},
+		},
+		"bad selector": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.RunnerSelector = &metav1.LabelSelector{
+					MatchExpressions: []metav1.LabelSelectorRequirement{
+						{Key: "app", Operator: metav1.LabelSelectorOpIn},
+					},
+				}
+			},
+			wantErrs: field.ErrorList{
+				field.Required(field.NewPath("args", "runnerSelector", "matchExpressions").Index(0).Child("values"), ""),
+			},
+		},
+		"bad selector label value": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.RunnerSelector.MatchLabels = map[string]string{"actions-ephemeral-runner": "not valid"}
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(field.NewPath("args", "runnerSelector", "matchLabels"), "not valid", ""),
+			},
+		},
+		"empty label key": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.RunnerPodLabel = ""
+			},
+			wantErrs: field.ErrorList{
+				field.Required(field.NewPath("args", "runnerPodLabel"), ""),
+			},
+		},
+		"bad label key": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.RunnerPodLabel = "runner pod"
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(field.NewPath("args", "runnerPodLabel"), "runner pod", ""),
+			},
+		},
+		"negative quantities": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.DefaultWorkflowRequests = v1.ResourceList{
+					v1.ResourceCPU:    resource.MustParse("1"),
+					v1.ResourceMemory: resource.MustParse("-1Gi"),
+				}
+				args.DefaultStepRequests = v1.ResourceList{
+					v1.ResourceCPU: resource.MustParse("-100m"),
+				}
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(field.NewPath("args", "defaultWorkflowRequests").Key("memory"), "-1Gi", ""),
+				field.Invalid(field.NewPath("args", "defaultStepRequests").Key("cpu"), "-100m", ""),
+			},
+		},
+		"bad resource names": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.DefaultWorkflowRequests = v1.ResourceList{
+					"gpu":          resource.MustParse("1"),
+					"bad name":     resource.MustParse("1"),
+					"requests.a/b": resource.MustParse("1"),
+				}
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(field.NewPath("args", "defaultWorkflowRequests").Key("bad name"), v1.ResourceName("bad name"), ""),
+				field.Invalid(field.NewPath("args", "defaultWorkflowRequests").Key("gpu"), v1.ResourceName("gpu"), ""),
+				field.Invalid(field.NewPath("args", "defaultWorkflowRequests").Key("requests.a/b"), v1.ResourceName("requests.a/b"), ""),
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			args := validArgs()
+			tc.modify(args)
+			err := ValidateWorkflowReservationArgs(field.NewPath("args"), args)
+			var gotErrs field.ErrorList
+			if err != nil {
+				agg, ok := err.(utilerrors.Aggregate)
+				if !ok {
+					t.Fatalf("got error of type %T, want an aggregate: %v", err, err)
+				}
+				for _, e := range agg.Errors() {
+					gotErrs = append(gotErrs, e.(*field.Error))
+				}
+			}
+			if diff := cmp.Diff(tc.wantErrs, gotErrs, cmpopts.IgnoreFields(field.Error{}, "Detail", "Origin", "CoveredByDeclarative")); diff != "" {
+				t.Errorf("unexpected errors (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,151 @@
+package workflowreservation
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// registerHandlers keeps the store in step with the cluster: it rebuilds
+// reservations recorded on bound runner pods, notes claims by workflow pods,
+// and releases reservations whose runner or node is gone. The returned
+// function reports whether the handlers have seen every existing object.
+func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool, error) {
+	informers := pl.handle.SharedInformerFactory()
+	podReg, err := informers.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { pl.onPod(logger, obj) },
+		UpdateFunc: func(_, obj any) { pl.onPod(logger, obj) },
+		DeleteFunc: func(obj any) { pl.onPodDelete(logger, obj) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registering pod handler: %w", err)
+	}
+	nodeReg, err := informers.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) { pl.onNodeDelete(logger, obj) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registering node handler: %w", err)
+	}
+	// Make sure the ConfigMap informer exists before the factory starts.
+	informers.Core().V1().ConfigMaps().Informer()
+	return func() bool { return podReg.HasSynced() && nodeReg.HasSynced() }, nil
+}
+
+func isTerminal(pod *v1.Pod) bool {
+	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
+}
+
+func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	if isTerminal(pod) {
+		pl.onPodGone(logger, pod, "finished")
+		return
+	}
+	if pod.Spec.NodeName == "" {
+		return
+	}
+	pl.waiting.remove(pod.UID)
+	if _, ok := pod.Annotations[ReservationAnnotation]; ok {
+		pl.observeRunner(logger, pod)
+	}
+	if runner, ok := pl.runnerOf(pod); ok {
+		pl.observeWorkflow(logger, pod, runner)
+	}
+}
+
+// observeRunner rebuilds or confirms the reservation recorded on a bound runner.
+func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	if r, ok := pl.store.get(key); ok && r.runnerUID == pod.UID {
+		return // taken by this scheduler, or already rebuilt
+	}
+	r, err := reservationFromPod(pod)
+	if err != nil {
+		logger.Error(err, "Cannot rebuild the reservation of a runner", "pod", klog.KObj(pod))
+		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonInvalidReservation, "Rebuild", truncate(err.Error()))
+		return
+	}
+	pl.store.put(r)
+	logger.V(2).Info("Rebuilt reservation from runner pod", "runner", klog.KObj(pod), "node", r.node, "size", r.size.String())
+}
+
+// observeWorkflow marks the runner's reservation claimed by a bound workflow
+// pod, whether the scheduler or the pod's own nodeName put it there.
+func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.NamespacedName) {
+	var claimed, mismatch bool
+	var node string
+	pl.store.update(runner, func(r *reservation) {
+		node = r.node
+		switch {
+		case r.node != pod.Spec.NodeName:
+			mismatch = true
+		case r.claimedBy == "":
+			r.claimedBy = pod.UID
+			claimed = true
+		}
+	})
+	if mismatch {
+		logger.Info("Workflow pod is bound to another node than its runner's reservation", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", node)
+		return
+	}
+	if claimed {
+		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", node)
+		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonClaimed, "Claim",
+			"Claimed the reservation of runner %s on node %s", runner.Name, node)
+		pl.activateWaiting(logger)
+	}
+}
+
+func (pl *WorkflowReservation) onPodDelete(logger klog.Logger, obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if pod, ok := obj.(*v1.Pod); ok {
+		pl.onPodGone(logger, pod, "deleted")
+	}
+}
+
+// onPodGone releases a runner's reservation, or marks a claimed reservation
+// used up when its workflow pod goes.
+func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, how string) {
+	pl.waiting.remove(pod.UID)
+	freed := false
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	if r := pl.store.remove(key, pod.UID); r != nil {
+		freed = true
+		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.node, "reason", "runner "+how)
+		if r.claimedBy == "" {
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonReleased, "Release",
+				"Released %s on node %s unclaimed: the runner %s", r.size, r.node, how)
+		}
+	}
+	if runner, ok := pl.runnerOf(pod); ok {
+		pl.store.update(runner, func(r *reservation) {
+			if r.claimedBy == pod.UID && !r.done {
+				r.done, freed = true, true
+			}
+		})
+	}
+	if freed {
+		pl.activateWaiting(logger)
+	}
+}
+
+func (pl *WorkflowReservation) onNodeDelete(logger klog.Logger, obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	node, ok := obj.(*v1.Node)
+	if !ok {
+		return
+	}
+	for _, r := range pl.store.removeNode(node.Name) {
+		logger.V(2).Info("Released reservation", "runner", r.runner, "node", r.node, "reason", "node deleted")
+	}
+}

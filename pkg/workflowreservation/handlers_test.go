@@ -1,0 +1,125 @@
+package workflowreservation
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+)
+
+const recorded = `{"node":"n1","requests":{"cpu":"1","pods":"1"},"source":"annotation"}`
+
+// eventually polls cond; informer handlers run asynchronously.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		t.Fatalf("timed out waiting until %s", what)
+	}
+}
+
+func TestRebuildFromRunnerPods(t *testing.T) {
+	bound := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recorded).Obj()
+	garbage := runnerPod("r2").Node("n1").Annotation(ReservationAnnotation, "{").Obj()
+	pending := runnerPod("r3").Annotation(ReservationAnnotation, recorded).Obj()
+	pl, h := newTestPlugin(t, defaultArgs(), true, bound, garbage, pending)
+
+	if !pl.synced() {
+		t.Fatal("handlers not synced after the informers synced")
+	}
+	got := pl.store.list()
+	if len(got) != 1 || got[0].runner != key("r1") || got[0].node != "n1" || got[0].size.MilliCPU != 1000 {
+		t.Fatalf("rebuilt reservations = %+v, want only r1's cpu=1 on n1", got)
+	}
+	var warned bool
+	for _, e := range drainEvents(h) {
+		warned = warned || (strings.Contains(e, ReasonInvalidReservation) && strings.Contains(e, "Warning"))
+	}
+	if !warned {
+		t.Error("no Warning event for the unreadable reservation of r2")
+	}
+}
+
+func TestReleaseAndClaim(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recorded).Obj()
+	node := st.MakeNode().Name("n1").Obj()
+	pl, h := newTestPlugin(t, defaultArgs(), true, runner, node)
+	pods := h.client.CoreV1().Pods("arc")
+
+	// A workflow pod pinned with nodeName claims the reservation.
+	wf := workflowPod("r1").Node("n1").Obj()
+	if _, err := pods.Create(ctx, wf, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the workflow pod claims the reservation", func() bool {
+		r, _ := pl.store.get(key("r1"))
+		return r.claimedBy == wf.UID
+	})
+	// It finishes: the reservation holds nothing any more.
+	wf.Status.Phase = v1.PodSucceeded
+	if _, err := pods.UpdateStatus(ctx, wf, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the reservation is used up", func() bool {
+		r, _ := pl.store.get(key("r1"))
+		return r.done
+	})
+	if len(pl.store.snapshot()) != 0 {
+		t.Error("a used-up reservation is still in the cycle snapshot")
+	}
+	// The runner goes: the reservation is released.
+	if err := pods.Delete(ctx, "r1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the runner's reservation is released", func() bool { return pl.store.empty() })
+}
+
+func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
+	ctx := context.Background()
+	r1 := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recorded).Obj()
+	r2 := runnerPod("r2").Node("n1").Annotation(ReservationAnnotation, recorded).Obj()
+	node := st.MakeNode().Name("n1").Obj()
+	pl, h := newTestPlugin(t, defaultArgs(), true, r1, r2, node)
+	if len(pl.store.list()) != 2 {
+		t.Fatalf("want 2 reservations rebuilt, got %+v", pl.store.list())
+	}
+	// A pod turned away for lack of room waits for the release.
+	turnedAway := st.MakePod().Namespace("arc").Name("p").UID("p").Obj()
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, turnedAway, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	pl.PostFilter(ctx, cs, turnedAway, nil)
+
+	r1.Status.Phase = v1.PodFailed
+	if _, err := h.client.CoreV1().Pods("arc").UpdateStatus(ctx, r1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the failed runner's reservation is released", func() bool {
+		_, ok := pl.store.get(key("r1"))
+		return !ok
+	})
+	var released bool
+	for _, e := range drainEvents(h) {
+		released = released || strings.Contains(e, ReasonReleased)
+	}
+	if !released {
+		t.Error("no event for the released reservation")
+	}
+	if got := h.activatedPods(); len(got) != 1 || got[0] != "arc/p" {
+		t.Errorf("activated pods = %v, want [arc/p] once the release freed room", got)
+	}
+	if err := h.client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deleted node's reservations are released", func() bool { return pl.store.empty() })
+}

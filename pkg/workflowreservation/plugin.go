@@ -1,0 +1,394 @@
+// Package workflowreservation implements the WorkflowReservation scheduler
+// plugin: an ARC runner pod and the workflow pod it will create later are
+// placed as one group. The runner only lands where both fit, room for the
+// workflow pod is reserved on that node when the runner is placed, other pods
+// cannot take it, and the workflow pod claims it.
+package workflowreservation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
+)
+
+const (
+	// Name is the name of the plugin used in the plugin registry and configurations.
+	Name = "WorkflowReservation"
+
+	preFilterStateKey = "PreFilter" + Name
+
+	// ErrReasonPairDoesNotFit is the Filter reason for a runner whose
+	// workflow pod would not fit next to it.
+	ErrReasonPairDoesNotFit = "node(s) can't fit runner and workflow pod together"
+	// ErrReasonRoomReserved is the Filter reason for a pod that would need
+	// room held for a workflow pod.
+	ErrReasonRoomReserved = "node(s) have their remaining room reserved for workflow pods"
+	// ErrReasonWorkflowDoesNotFit is the Filter reason for a workflow pod
+	// larger than its reservation plus the node's free room.
+	ErrReasonWorkflowDoesNotFit = "node(s) can't fit workflow pod beyond its reservation"
+)
+
+var (
+	_ fwk.PreFilterPlugin   = &WorkflowReservation{}
+	_ fwk.FilterPlugin      = &WorkflowReservation{}
+	_ fwk.PostFilterPlugin  = &WorkflowReservation{}
+	_ fwk.ReservePlugin     = &WorkflowReservation{}
+	_ fwk.PreBindPlugin     = &WorkflowReservation{}
+	_ fwk.PostBindPlugin    = &WorkflowReservation{}
+	_ fwk.EnqueueExtensions = &WorkflowReservation{}
+)
+
+// WorkflowReservation is the plugin.
+type WorkflowReservation struct {
+	handle         fwk.Handle
+	runnerSelector labels.Selector
+	runnerPodLabel string
+	sizer          *sizer
+	store          *store
+	waiting        waitingPods
+	// synced reports whether the informer handlers have seen every
+	// existing pod and node, i.e. the reservations are rebuilt.
+	synced func() bool
+}
+
+// New initializes the plugin from its args and registers its informer
+// handlers, which rebuild the reservations recorded on runner pods.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, ok := obj.(*config.WorkflowReservationArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args to be of type WorkflowReservationArgs, got %T", obj)
+	}
+	if err := validation.ValidateWorkflowReservationArgs(nil, args); err != nil {
+		return nil, err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(args.RunnerSelector)
+	if err != nil {
+		return nil, fmt.Errorf("runnerSelector: %w", err)
+	}
+	pl := &WorkflowReservation{
+		handle:         h,
+		runnerSelector: selector,
+		runnerPodLabel: args.RunnerPodLabel,
+		sizer: &sizer{
+			defaultWorkflow: args.DefaultWorkflowRequests,
+			defaultStep:     args.DefaultStepRequests,
+		},
+		store: newStore(),
+	}
+	if h.SharedInformerFactory() == nil {
+		// Unit tests without informers.
+		pl.synced = func() bool { return true }
+		return pl, nil
+	}
+	var cmLister corelisters.ConfigMapLister = h.SharedInformerFactory().Core().V1().ConfigMaps().Lister()
+	pl.sizer.configMaps = cmLister
+	synced, err := pl.registerHandlers(klog.FromContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	pl.synced = synced
+	return pl, nil
+}
+
+// Name returns the plugin name.
+func (pl *WorkflowReservation) Name() string { return Name }
+
+type podKind int
+
+const (
+	kindOther podKind = iota
+	kindRunner
+	kindWorkflow
+)
+
+// preFilterState is what one scheduling cycle knows about the pod.
+type preFilterState struct {
+	kind    podKind
+	request amount
+	// runner: the workflow pod's size and where it came from.
+	workflow amount
+	source   Source
+	// workflow: the runner whose reservation the pod claims.
+	runner types.NamespacedName
+	own    reservation
+	// reserved holds the reservations per node as of PreFilter.
+	reserved map[string][]reservation
+}
+
+// Clone shares the state: it is not changed after PreFilter.
+func (s *preFilterState) Clone() fwk.StateData { return s }
+
+func getPreFilterState(cs fwk.CycleState) (*preFilterState, error) {
+	c, err := cs.Read(preFilterStateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycleState: %w", preFilterStateKey, err)
+	}
+	s, ok := c.(*preFilterState)
+	if !ok {
+		return nil, fmt.Errorf("%+v convert to workflowreservation.preFilterState error", c)
+	}
+	return s, nil
+}
+
+// isRunner reports whether pod is an ARC runner pod.
+func (pl *WorkflowReservation) isRunner(pod *v1.Pod) bool {
+	if _, ok := pod.Annotations[WorkflowRequestsAnnotation]; ok {
+		return true
+	}
+	return pl.runnerSelector.Matches(labels.Set(pod.Labels))
+}
+
+// runnerOf returns the runner a workflow pod names, if it carries the label.
+func (pl *WorkflowReservation) runnerOf(pod *v1.Pod) (types.NamespacedName, bool) {
+	name, ok := pod.Labels[pl.runnerPodLabel]
+	if !ok || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: pod.Namespace, Name: name}, true
+}
+
+// PreFilter classifies the pod, sizes a runner's workflow pod, narrows a
+// workflow pod to its reservation's node and snapshots the reservations.
+func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	if !pl.synced() {
+		logger.V(2).Info("Waiting for reservations to be rebuilt before scheduling", "pod", klog.KObj(pod))
+		if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
+			return nil, fwk.AsStatus(errors.New("reservations were not rebuilt from runner pods"))
+		}
+	}
+
+	s := &preFilterState{}
+	var result *fwk.PreFilterResult
+	if runner, ok := pl.runnerOf(pod); ok {
+		if r, found := pl.store.get(runner); found && !r.done && (r.claimedBy == "" || r.claimedBy == pod.UID) {
+			s.kind, s.runner, s.own = kindWorkflow, runner, r
+			result = &fwk.PreFilterResult{NodeNames: sets.New(r.node)}
+		}
+	}
+	if s.kind == kindOther && pl.isRunner(pod) {
+		sz := pl.sizer.size(pod)
+		for _, p := range sz.problems {
+			logger.Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonInvalidWorkflowSize, "Scheduling", truncate(p.Error()))
+		}
+		switch {
+		case !sz.workflow.isZero():
+			s.kind, s.workflow, s.source = kindRunner, sz.workflow, sz.source
+		case sz.intended:
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+				"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.problems)))
+		default:
+			logger.V(2).Info("Runner has no workflow size source; scheduling it without a reservation", "pod", klog.KObj(pod))
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonNoWorkflowSize, "Scheduling",
+				"No workflow pod size known: set annotation %s, a hook template with resources, or defaultWorkflowRequests; scheduled without a reservation", WorkflowRequestsAnnotation)
+		}
+	}
+	if s.kind == kindOther && pl.store.empty() {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	s.request = podAmount(pod)
+	s.reserved = pl.store.snapshot()
+	cs.Write(preFilterStateKey, s)
+	return result, nil
+}
+
+// PreFilterExtensions returns nil: reservations do not change when the
+// framework adds or removes pods during preemption or nomination.
+func (pl *WorkflowReservation) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter counts the room reserved on the node (other than the pod's own
+// reservation) as used, and requires room for a runner's workflow pod too.
+func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	held := pl.held(s, nodeInfo)
+	switch s.kind {
+	case kindRunner:
+		if missing := shortfall(s.request.add(s.workflow), held, nodeInfo); len(missing) > 0 {
+			return fwk.NewStatus(fwk.Unschedulable, ErrReasonPairDoesNotFit)
+		}
+	case kindWorkflow:
+		if missing := shortfall(s.request, held, nodeInfo); len(missing) > 0 {
+			return fwk.NewStatus(fwk.Unschedulable, ErrReasonWorkflowDoesNotFit)
+		}
+	default:
+		if held.isZero() {
+			return nil
+		}
+		if missing := shortfall(s.request, held, nodeInfo); len(missing) > 0 {
+			return fwk.NewStatus(fwk.Unschedulable, ErrReasonRoomReserved)
+		}
+	}
+	return nil
+}
+
+// held sums the reservations that still keep room free on the node, leaving
+// out the pod's own. A reservation whose workflow pod is already in the
+// node's accounting (assumed by this scheduler or bound with nodeName) holds
+// nothing more: the pod's request replaced it, with neither a gap nor a
+// double count, whichever informer handler ran first.
+func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) amount {
+	var held amount
+	list := s.reserved[nodeInfo.Node().Name]
+	if len(list) == 0 {
+		return held
+	}
+	arrived := sets.New[types.NamespacedName]()
+	for _, pi := range nodeInfo.GetPods() {
+		if runner, ok := pl.runnerOf(pi.GetPod()); ok {
+			arrived.Insert(runner)
+		}
+	}
+	for i := range list {
+		r := &list[i]
+		if (s.kind == kindWorkflow && r.runner == s.own.runner) || arrived.Has(r.runner) {
+			continue
+		}
+		held = held.add(r.size)
+	}
+	return held
+}
+
+// PostFilter does not preempt; it explains a runner or workflow pod that
+// fits nowhere, naming what it needs.
+func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		// PreFilter skipped the pod: nothing to explain.
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	pl.waiting.add(pod)
+	switch s.kind {
+	case kindRunner:
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
+			"runner %s needs %s and its workflow pod %s (from %s); no node has room for both",
+			klog.KObj(pod), s.request, s.workflow, s.source))
+	case kindWorkflow:
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
+			"workflow pod of runner %s needs %s; its reservation on node %s holds %s and the node has too little free room for the difference",
+			s.runner, s.request, s.own.node, s.own.size))
+	}
+	return nil, fwk.NewStatus(fwk.Unschedulable)
+}
+
+// Reserve takes the runner's reservation on the node, or hands a workflow
+// pod's reservation over to it.
+func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		return nil // skipped at PreFilter
+	}
+	logger := klog.FromContext(ctx)
+	switch s.kind {
+	case kindRunner:
+		pl.store.put(&reservation{
+			runner:    types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+			runnerUID: pod.UID,
+			node:      nodeName,
+			size:      s.workflow,
+			source:    s.source,
+		})
+		logger.V(4).Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
+	case kindWorkflow:
+		pl.store.update(s.runner, func(r *reservation) {
+			if r.node == nodeName && r.claimedBy == "" {
+				r.claimedBy = pod.UID
+			}
+		})
+	}
+	return nil
+}
+
+// Unreserve undoes Reserve; it is idempotent.
+func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		return
+	}
+	switch s.kind {
+	case kindRunner:
+		if r := pl.store.remove(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID); r != nil {
+			klog.FromContext(ctx).V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", r.node)
+		}
+	case kindWorkflow:
+		pl.store.update(s.runner, func(r *reservation) {
+			if r.claimedBy == pod.UID {
+				r.claimedBy = ""
+			}
+		})
+	}
+}
+
+// PreBindPreFlight tells the framework whether PreBind has work to do.
+func (pl *WorkflowReservation) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *v1.Pod, _ string) *fwk.Status {
+	if s, err := getPreFilterState(cs); err == nil && s.kind == kindRunner {
+		return nil
+	}
+	return fwk.NewStatus(fwk.Skip)
+}
+
+// PreBind records the reservation on the runner pod before it is bound, so
+// a bound runner always carries its reservation in the API.
+func (pl *WorkflowReservation) PreBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	s, err := getPreFilterState(cs)
+	if err != nil || s.kind != kindRunner {
+		return nil
+	}
+	r, ok := pl.store.get(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+	if !ok || r.runnerUID != pod.UID || r.node != nodeName {
+		return fwk.AsStatus(fmt.Errorf("reservation of runner %s on node %s is gone", klog.KObj(pod), nodeName))
+	}
+	patch, err := reservationPatch(&r)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if _, err := pl.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fwk.AsStatus(fmt.Errorf("recording reservation on runner %s: %w", klog.KObj(pod), err))
+	}
+	return nil
+}
+
+// PostBind reports the reservation taken or claimed.
+func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	switch s.kind {
+	case kindRunner:
+		logger.V(2).Info("Reserved room for the workflow pod", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String(), "source", s.source)
+		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonReserved, "Reserve",
+			"Reserved %s on node %s for the workflow pod (size from %s)", s.workflow, nodeName, s.source)
+	case kindWorkflow:
+		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName)
+		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonClaimed, "Claim",
+			"Claimed the reservation of runner %s on node %s", s.runner.Name, nodeName)
+	}
+}
+
+func joinErrors(errs []error) string {
+	parts := make([]string, 0, len(errs))
+	for _, e := range errs {
+		parts = append(parts, e.Error())
+	}
+	return strings.Join(parts, "; ")
+}

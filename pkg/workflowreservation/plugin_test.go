@@ -1,0 +1,372 @@
+package workflowreservation
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+)
+
+var threeUnits = st.MakeNode().Name("n1").Capacity(units("3")).Obj()
+
+func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "arc", Name: name} }
+
+func oneUnitReservation(runner string) *reservation {
+	return &reservation{runner: key(runner), runnerUID: types.UID(runner), node: "n1", size: amount{MilliCPU: 1000, Pods: 1}, source: SourceAnnotation}
+}
+
+func TestPreFilter(t *testing.T) {
+	tests := map[string]struct {
+		pod          *v1.Pod
+		reservations []*reservation
+		wantCode     fwk.Code
+		wantMsg      string
+		wantKind     podKind
+		wantNodes    sets.Set[string]
+		wantWorkflow string
+	}{
+		"other pod, no reservations: skipped": {
+			pod:      st.MakePod().Namespace("arc").Name("p").Obj(),
+			wantCode: fwk.Skip,
+		},
+		"other pod with reservations held: filtered": {
+			pod:          st.MakePod().Namespace("arc").Name("p").Obj(),
+			reservations: []*reservation{oneUnitReservation("r1")},
+			wantKind:     kindOther,
+		},
+		"runner sized by annotation": {
+			pod:          runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			wantKind:     kindRunner,
+			wantWorkflow: "cpu=1",
+		},
+		"pod selected only by the annotation is a runner": {
+			pod:          st.MakePod().Namespace("arc").Name("x").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			wantKind:     kindRunner,
+			wantWorkflow: "cpu=1",
+		},
+		"runner whose only source is malformed: unresolvable with the reason": {
+			pod:      runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=").Obj(),
+			wantCode: fwk.UnschedulableAndUnresolvable,
+			wantMsg:  "runner arc/r1: the size of its workflow pod is unknown",
+		},
+		"runner without any source: skipped, scheduled like any pod": {
+			pod:      runnerPod("r1").Obj(),
+			wantCode: fwk.Skip,
+		},
+		"workflow pod narrowed to its runner's node": {
+			pod:          workflowPod("r1").Obj(),
+			reservations: []*reservation{oneUnitReservation("r1")},
+			wantKind:     kindWorkflow,
+			wantNodes:    sets.New("n1"),
+		},
+		"workflow pod whose runner holds nothing: ordinary pod": {
+			pod:      workflowPod("r9").Obj(),
+			wantCode: fwk.Skip,
+		},
+		"second workflow pod after the reservation was claimed: ordinary pod": {
+			pod: workflowPod("r1").UID("another").Obj(),
+			reservations: []*reservation{func() *reservation {
+				r := oneUnitReservation("r1")
+				r.claimedBy = "r1-workflow"
+				return r
+			}()},
+			wantKind: kindOther,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pl, _ := newTestPlugin(t, defaultArgs(), false)
+			for _, r := range tc.reservations {
+				pl.store.put(r)
+			}
+			cs := framework.NewCycleState()
+			result, status := pl.PreFilter(context.Background(), cs, tc.pod, nil)
+			if status.Code() != tc.wantCode {
+				t.Fatalf("status = %v, want code %v", status, tc.wantCode)
+			}
+			if tc.wantMsg != "" && !strings.Contains(status.Message(), tc.wantMsg) {
+				t.Errorf("message = %q, want it to contain %q", status.Message(), tc.wantMsg)
+			}
+			if !status.IsSuccess() {
+				return
+			}
+			s, err := getPreFilterState(cs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.kind != tc.wantKind {
+				t.Errorf("kind = %v, want %v", s.kind, tc.wantKind)
+			}
+			if tc.wantWorkflow != "" && s.workflow.String() != tc.wantWorkflow {
+				t.Errorf("workflow = %s, want %s", s.workflow, tc.wantWorkflow)
+			}
+			var gotNodes sets.Set[string]
+			if result != nil {
+				gotNodes = result.NodeNames
+			}
+			if diff := cmp.Diff(tc.wantNodes, gotNodes); diff != "" {
+				t.Errorf("PreFilterResult nodes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFilter(t *testing.T) {
+	claimed := oneUnitReservation("r1")
+	claimed.claimedBy = "r1-workflow"
+	runner1 := runnerPod("r1").Req(units("1")).Node("n1").Obj()
+	tests := map[string]struct {
+		pod          *v1.Pod
+		nodePods     []*v1.Pod
+		reservations []*reservation
+		wantReason   string
+	}{
+		"runner: pair fits on an empty node": {
+			pod: runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).Obj(),
+		},
+		"runner: pair does not fit next to another pair": {
+			pod:          runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).Obj(),
+			nodePods:     []*v1.Pod{runner1},
+			reservations: []*reservation{oneUnitReservation("r1")},
+			wantReason:   ErrReasonPairDoesNotFit,
+		},
+		"runner: a claimed reservation and its workflow pod are counted once": {
+			pod:          runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
+			reservations: []*reservation{claimed},
+		},
+		"runner: just over the room left": {
+			pod:          runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=1").Req(units("1m")).Obj(),
+			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
+			reservations: []*reservation{claimed},
+			wantReason:   ErrReasonPairDoesNotFit,
+		},
+		"runner: pods limit counts the workflow pod": {
+			pod: runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			nodePods: func() []*v1.Pod {
+				var pods []*v1.Pod
+				for i := 0; i < 31; i++ {
+					pods = append(pods, st.MakePod().Namespace("x").Name(string(rune('a'+i))).Node("n1").Obj())
+				}
+				return pods
+			}(),
+			wantReason: ErrReasonPairDoesNotFit,
+		},
+		"other pod: reserved room is not free": {
+			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("2")).Obj(),
+			nodePods:     []*v1.Pod{runner1},
+			reservations: []*reservation{oneUnitReservation("r1")},
+			wantReason:   ErrReasonRoomReserved,
+		},
+		"other pod: fits beside the reservation": {
+			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
+			nodePods:     []*v1.Pod{runner1},
+			reservations: []*reservation{oneUnitReservation("r1")},
+		},
+		"other pod: claimed reservation whose pod is on the node holds nothing more": {
+			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
+			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
+			reservations: []*reservation{claimed},
+		},
+		"other pod: claimed reservation whose pod is not yet on the node still holds": {
+			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("2")).Obj(),
+			nodePods:     []*v1.Pod{runner1},
+			reservations: []*reservation{claimed},
+			wantReason:   ErrReasonRoomReserved,
+		},
+		"workflow pod: its own reservation is free for it": {
+			pod:          workflowPod("r1").Req(units("2")).Obj(),
+			nodePods:     []*v1.Pod{runner1},
+			reservations: []*reservation{oneUnitReservation("r1")},
+		},
+		"workflow pod: other reservations are not": {
+			pod:          workflowPod("r1").Req(units("2")).Obj(),
+			nodePods:     []*v1.Pod{runner1},
+			reservations: []*reservation{oneUnitReservation("r1"), oneUnitReservation("r2")},
+			wantReason:   ErrReasonWorkflowDoesNotFit,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pl, _ := newTestPlugin(t, defaultArgs(), false)
+			for _, r := range tc.reservations {
+				pl.store.put(r)
+			}
+			cs := framework.NewCycleState()
+			if _, status := pl.PreFilter(context.Background(), cs, tc.pod, nil); !status.IsSuccess() {
+				t.Fatalf("PreFilter: %v", status)
+			}
+			status := pl.Filter(context.Background(), cs, tc.pod, nodeInfo(threeUnits, tc.nodePods...))
+			if tc.wantReason == "" {
+				if !status.IsSuccess() {
+					t.Fatalf("Filter = %v, want success", status)
+				}
+				return
+			}
+			if status.Code() != fwk.Unschedulable {
+				t.Fatalf("Filter = %v, want Unschedulable", status)
+			}
+			if diff := cmp.Diff([]string{tc.wantReason}, status.Reasons()); diff != "" {
+				t.Errorf("reasons (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPostFilterMessage(t *testing.T) {
+	tests := map[string]struct {
+		pod          *v1.Pod
+		reservations []*reservation
+		want         string
+	}{
+		"runner": {
+			pod:  runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1,memory=1Gi").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourceMemory: "512Mi"}).Obj(),
+			want: "runner arc/r1 needs cpu=1,memory=512Mi and its workflow pod cpu=1,memory=1Gi (from annotation); no node has room for both",
+		},
+		"workflow pod": {
+			pod:          workflowPod("r1").Req(units("2")).Obj(),
+			reservations: []*reservation{oneUnitReservation("r1")},
+			want:         "workflow pod of runner arc/r1 needs cpu=2; its reservation on node n1 holds cpu=1",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pl, _ := newTestPlugin(t, defaultArgs(), false)
+			for _, r := range tc.reservations {
+				pl.store.put(r)
+			}
+			cs := framework.NewCycleState()
+			if _, status := pl.PreFilter(context.Background(), cs, tc.pod, nil); !status.IsSuccess() {
+				t.Fatalf("PreFilter: %v", status)
+			}
+			_, status := pl.PostFilter(context.Background(), cs, tc.pod, nil)
+			if status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), tc.want) {
+				t.Errorf("PostFilter = %v, want Unschedulable containing %q", status, tc.want)
+			}
+		})
+	}
+}
+
+func TestReserveUnreserve(t *testing.T) {
+	ctx := context.Background()
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj()
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, runner, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	if status := pl.Reserve(ctx, cs, runner, "n1"); !status.IsSuccess() {
+		t.Fatalf("Reserve: %v", status)
+	}
+	r, ok := pl.store.get(key("r1"))
+	if !ok || r.node != "n1" || r.size.String() != "cpu=1" || r.source != SourceAnnotation {
+		t.Fatalf("after Reserve got %+v (found %v), want cpu=1 on n1 from annotation", r, ok)
+	}
+
+	// The workflow pod claims and un-claims.
+	wf := workflowPod("r1").Obj()
+	wcs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, wcs, wf, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter workflow: %v", status)
+	}
+	pl.Reserve(ctx, wcs, wf, "n1")
+	if r, _ := pl.store.get(key("r1")); r.claimedBy != wf.UID {
+		t.Errorf("claimedBy = %q after the workflow pod's Reserve, want %q", r.claimedBy, wf.UID)
+	}
+	pl.Unreserve(ctx, wcs, wf, "n1")
+	if r, _ := pl.store.get(key("r1")); r.claimedBy != "" {
+		t.Errorf("claimedBy = %q after the workflow pod's Unreserve, want empty", r.claimedBy)
+	}
+
+	// Unreserve is idempotent and leaves a same-named newer runner alone.
+	pl.Unreserve(ctx, cs, runner, "n1")
+	pl.Unreserve(ctx, cs, runner, "n1")
+	if _, ok := pl.store.get(key("r1")); ok {
+		t.Fatal("reservation still held after Unreserve")
+	}
+	pl.store.put(&reservation{runner: key("r1"), runnerUID: "newer", node: "n2"})
+	pl.Unreserve(ctx, cs, runner, "n1")
+	if _, ok := pl.store.get(key("r1")); !ok {
+		t.Error("Unreserve of an old runner removed the reservation of a newer pod with the same name")
+	}
+}
+
+func TestPreBindRecordsReservation(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1,memory=1Gi").Obj()
+	pl, h := newTestPlugin(t, defaultArgs(), false, runner)
+	cs := framework.NewCycleState()
+	pl.PreFilter(ctx, cs, runner, nil)
+	if status := pl.PreBindPreFlight(ctx, cs, runner, "n1"); !status.IsSuccess() {
+		t.Fatalf("PreBindPreFlight = %v, want success for a runner", status)
+	}
+	if status := pl.PreBind(ctx, cs, runner, "n1"); status.IsSuccess() {
+		t.Fatal("PreBind succeeded without a reservation taken at Reserve")
+	}
+	pl.Reserve(ctx, cs, runner, "n1")
+	if status := pl.PreBind(ctx, cs, runner, "n1"); !status.IsSuccess() {
+		t.Fatalf("PreBind: %v", status)
+	}
+	got, err := h.client.CoreV1().Pods("arc").Get(ctx, "r1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Spec.NodeName = "n1"
+	r, err := reservationFromPod(got)
+	if err != nil || r == nil {
+		t.Fatalf("reservationFromPod = %v, %v", r, err)
+	}
+	if r.node != "n1" || r.size.String() != "cpu=1,memory=1Gi" || r.size.Pods != 1 || r.source != SourceAnnotation {
+		t.Errorf("recorded reservation = %+v, want cpu=1,memory=1Gi + 1 pod on n1 from annotation", r)
+	}
+
+	other := st.MakePod().Namespace("arc").Name("p").Obj()
+	pl.store.put(oneUnitReservation("rx"))
+	ocs := framework.NewCycleState()
+	pl.PreFilter(ctx, ocs, other, nil)
+	if status := pl.PreBindPreFlight(ctx, ocs, other, "n1"); status.Code() != fwk.Skip {
+		t.Errorf("PreBindPreFlight for a non-runner = %v, want Skip", status)
+	}
+}
+
+func TestReservationFromPod(t *testing.T) {
+	tests := map[string]struct {
+		pod     *v1.Pod
+		wantNil bool
+		wantErr string
+	}{
+		"no annotation": {pod: runnerPod("r").Node("n1").Obj(), wantNil: true},
+		"not bound":     {pod: runnerPod("r").Annotation(ReservationAnnotation, `{"node":"n1"}`).Obj(), wantNil: true},
+		"garbage":       {pod: runnerPod("r").Node("n1").Annotation(ReservationAnnotation, `{`).Obj(), wantErr: "annotation tandem.dev/reservation"},
+		"node mismatch": {pod: runnerPod("r").Node("n2").Annotation(ReservationAnnotation, `{"node":"n1"}`).Obj(), wantErr: `names node "n1" but the pod is bound to "n2"`},
+		"valid":         {pod: runnerPod("r").Node("n1").Annotation(ReservationAnnotation, `{"node":"n1","requests":{"cpu":"1","pods":"1"},"source":"default"}`).Obj()},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r, err := reservationFromPod(tc.pod)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (r == nil) != tc.wantNil {
+				t.Fatalf("reservation = %+v, wantNil %v", r, tc.wantNil)
+			}
+			if r != nil && (r.size.MilliCPU != 1000 || r.size.Pods != 1 || r.source != SourceDefault) {
+				t.Errorf("reservation = %+v", r)
+			}
+		})
+	}
+}

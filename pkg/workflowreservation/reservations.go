@@ -1,0 +1,152 @@
+package workflowreservation
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// reservation is capacity held on a node for a runner's future workflow pod.
+type reservation struct {
+	// runner is the runner pod's namespace/name; workflow pods name their
+	// runner by name in the same namespace.
+	runner    types.NamespacedName
+	runnerUID types.UID
+	node      string
+	size      amount
+	source    Source
+	// claimedBy is the workflow pod that took the reservation, once it was
+	// reserved by the scheduler or seen bound to the node.
+	claimedBy types.UID
+	// done is set when the claiming workflow pod has gone: the reservation
+	// no longer holds anything, but is kept until its runner goes.
+	done bool
+}
+
+// store is the plugin's record of reservations, fed by Reserve/Unreserve and
+// by informer events, and rebuilt from runner pods after a restart.
+type store struct {
+	mu     sync.RWMutex
+	byPod  map[types.NamespacedName]*reservation
+	byNode map[string]map[types.NamespacedName]*reservation
+}
+
+func newStore() *store {
+	return &store{
+		byPod:  map[types.NamespacedName]*reservation{},
+		byNode: map[string]map[types.NamespacedName]*reservation{},
+	}
+}
+
+// put adds or replaces the reservation of r.runner.
+func (s *store) put(r *reservation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleteLocked(r.runner)
+	s.byPod[r.runner] = r
+	if s.byNode[r.node] == nil {
+		s.byNode[r.node] = map[types.NamespacedName]*reservation{}
+	}
+	s.byNode[r.node][r.runner] = r
+}
+
+// remove deletes the reservation of runner if it belongs to uid (any uid when
+// empty) and returns it.
+func (s *store) remove(runner types.NamespacedName, uid types.UID) *reservation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.byPod[runner]
+	if r == nil || (uid != "" && r.runnerUID != uid) {
+		return nil
+	}
+	s.deleteLocked(runner)
+	return r
+}
+
+func (s *store) deleteLocked(runner types.NamespacedName) {
+	r := s.byPod[runner]
+	if r == nil {
+		return
+	}
+	delete(s.byPod, runner)
+	if m := s.byNode[r.node]; m != nil {
+		delete(m, runner)
+		if len(m) == 0 {
+			delete(s.byNode, r.node)
+		}
+	}
+}
+
+// removeNode deletes every reservation on node and returns them.
+func (s *store) removeNode(node string) []*reservation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*reservation
+	for runner, r := range s.byNode[node] {
+		out = append(out, r)
+		delete(s.byPod, runner)
+	}
+	delete(s.byNode, node)
+	return out
+}
+
+// get returns a copy of runner's reservation.
+func (s *store) get(runner types.NamespacedName) (reservation, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r := s.byPod[runner]
+	if r == nil {
+		return reservation{}, false
+	}
+	return *r, true
+}
+
+// update applies fn to runner's reservation under the lock; it reports
+// whether the reservation exists.
+func (s *store) update(runner types.NamespacedName, fn func(r *reservation)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.byPod[runner]
+	if r == nil {
+		return false
+	}
+	fn(r)
+	return true
+}
+
+// empty reports whether no reservation is held anywhere.
+func (s *store) empty() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.byPod) == 0
+}
+
+// snapshot copies the reservations per node, for one scheduling cycle.
+func (s *store) snapshot() map[string][]reservation {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string][]reservation, len(s.byNode))
+	for node, m := range s.byNode {
+		list := make([]reservation, 0, len(m))
+		for _, r := range m {
+			if !r.done {
+				list = append(list, *r)
+			}
+		}
+		if len(list) > 0 {
+			out[node] = list
+		}
+	}
+	return out
+}
+
+// list returns copies of all reservations.
+func (s *store) list() []reservation {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]reservation, 0, len(s.byPod))
+	for _, r := range s.byPod {
+		out = append(out, *r)
+	}
+	return out
+}

@@ -1,0 +1,171 @@
+package workflowreservation
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// amount is a bundle of resources in the units the scheduler accounts in:
+// millicores for cpu, bytes for memory and storage, a count for pods and
+// extended resources.
+type amount struct {
+	MilliCPU         int64
+	Memory           int64
+	EphemeralStorage int64
+	Pods             int64
+	Scalar           map[v1.ResourceName]int64
+}
+
+// amountFromList converts a ResourceList. Resources the scheduler does not
+// account for (e.g. hugepages are scalar and kept; unknown native names are
+// kept as scalar too) are carried along so nothing is silently dropped.
+func amountFromList(rl v1.ResourceList) amount {
+	var a amount
+	for name, q := range rl {
+		switch name {
+		case v1.ResourceCPU:
+			a.MilliCPU = q.MilliValue()
+		case v1.ResourceMemory:
+			a.Memory = q.Value()
+		case v1.ResourceEphemeralStorage:
+			a.EphemeralStorage = q.Value()
+		case v1.ResourcePods:
+			a.Pods = q.Value()
+		default:
+			if a.Scalar == nil {
+				a.Scalar = map[v1.ResourceName]int64{}
+			}
+			a.Scalar[name] = q.Value()
+		}
+	}
+	return a
+}
+
+// podAmount is the pod's effective request as the scheduler computes it
+// (containers, init containers, overhead, pod-level resources), plus one pod.
+func podAmount(pod *v1.Pod) amount {
+	a := amountFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	a.Pods = 1
+	return a
+}
+
+// add returns a+b.
+func (a amount) add(b amount) amount {
+	out := amount{
+		MilliCPU:         a.MilliCPU + b.MilliCPU,
+		Memory:           a.Memory + b.Memory,
+		EphemeralStorage: a.EphemeralStorage + b.EphemeralStorage,
+		Pods:             a.Pods + b.Pods,
+	}
+	if len(a.Scalar)+len(b.Scalar) > 0 {
+		out.Scalar = make(map[v1.ResourceName]int64, len(a.Scalar)+len(b.Scalar))
+		for n, v := range a.Scalar {
+			out.Scalar[n] += v
+		}
+		for n, v := range b.Scalar {
+			out.Scalar[n] += v
+		}
+	}
+	return out
+}
+
+// isZero reports whether no resource is requested.
+func (a amount) isZero() bool {
+	if a.MilliCPU != 0 || a.Memory != 0 || a.EphemeralStorage != 0 || a.Pods != 0 {
+		return false
+	}
+	for _, v := range a.Scalar {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// toList converts back to a ResourceList, leaving out zero entries.
+func (a amount) toList() v1.ResourceList {
+	rl := v1.ResourceList{}
+	if a.MilliCPU != 0 {
+		rl[v1.ResourceCPU] = *resource.NewMilliQuantity(a.MilliCPU, resource.DecimalSI)
+	}
+	if a.Memory != 0 {
+		rl[v1.ResourceMemory] = *resource.NewQuantity(a.Memory, resource.BinarySI)
+	}
+	if a.EphemeralStorage != 0 {
+		rl[v1.ResourceEphemeralStorage] = *resource.NewQuantity(a.EphemeralStorage, resource.BinarySI)
+	}
+	if a.Pods != 0 {
+		rl[v1.ResourcePods] = *resource.NewQuantity(a.Pods, resource.DecimalSI)
+	}
+	for n, v := range a.Scalar {
+		if v != 0 {
+			rl[n] = *resource.NewQuantity(v, resource.DecimalSI)
+		}
+	}
+	return rl
+}
+
+// String renders the amount the way users write it in the annotation:
+// "cpu=1,memory=2Gi", sorted by name. The pod count is left out: every
+// workflow pod is one pod.
+func (a amount) String() string {
+	rl := a.toList()
+	delete(rl, v1.ResourcePods)
+	return formatResourceList(rl)
+}
+
+func formatResourceList(rl v1.ResourceList) string {
+	names := make([]string, 0, len(rl))
+	for n := range rl {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		q := rl[v1.ResourceName(n)]
+		parts = append(parts, fmt.Sprintf("%s=%s", n, q.String()))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ",")
+}
+
+// shortfall returns the resources of need that do not fit into the node's
+// free room once reserved is also taken away, as "resource: missing" strings.
+// An empty result means need fits.
+func shortfall(need, reserved amount, nodeInfo fwk.NodeInfo) []string {
+	alloc := nodeInfo.GetAllocatable()
+	used := nodeInfo.GetRequested()
+	var out []string
+	check := func(name v1.ResourceName, want, allocatable, requested, held int64) {
+		if want <= 0 {
+			return
+		}
+		if free := allocatable - requested - held; want > free {
+			out = append(out, string(name))
+		}
+	}
+	check(v1.ResourcePods, need.Pods, int64(alloc.GetAllowedPodNumber()), int64(len(nodeInfo.GetPods())), reserved.Pods)
+	check(v1.ResourceCPU, need.MilliCPU, alloc.GetMilliCPU(), used.GetMilliCPU(), reserved.MilliCPU)
+	check(v1.ResourceMemory, need.Memory, alloc.GetMemory(), used.GetMemory(), reserved.Memory)
+	check(v1.ResourceEphemeralStorage, need.EphemeralStorage, alloc.GetEphemeralStorage(), used.GetEphemeralStorage(), reserved.EphemeralStorage)
+	if len(need.Scalar) > 0 {
+		names := make([]string, 0, len(need.Scalar))
+		for n := range need.Scalar {
+			names = append(names, string(n))
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			rn := v1.ResourceName(n)
+			check(rn, need.Scalar[rn], alloc.GetScalarResources()[rn], used.GetScalarResources()[rn], reserved.Scalar[rn])
+		}
+	}
+	return out
+}

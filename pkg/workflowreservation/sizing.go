@@ -1,0 +1,253 @@
+package workflowreservation
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// WorkflowRequestsAnnotation on a runner pod states the size of its
+	// workflow pod, e.g. "cpu=2,memory=4Gi,nvidia.com/gpu=1". It wins over
+	// every other source.
+	WorkflowRequestsAnnotation = "tandem.dev/workflow-requests"
+	// StepRequestsAnnotation on a runner pod adds headroom for the
+	// container-step pods that run next to the workflow pod.
+	StepRequestsAnnotation = "tandem.dev/step-requests"
+
+	// HookTemplateEnv names the runner container's environment variable
+	// that points at the hook template file.
+	HookTemplateEnv = "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"
+)
+
+// Source names where a reservation's size came from.
+type Source string
+
+const (
+	SourceAnnotation   Source = "annotation"
+	SourceHookTemplate Source = "hook-template"
+	SourceDefault      Source = "default"
+)
+
+// sizing is the outcome of resolving a runner's workflow size.
+type sizing struct {
+	// workflow is the workflow pod's request (plus step headroom), or zero
+	// when no source answered.
+	workflow amount
+	source   Source
+	// problems are the sources that were meant to answer but could not,
+	// in order; each becomes a Warning event on the runner.
+	problems []error
+	// intended is true when some source was configured (even if broken).
+	intended bool
+}
+
+// parseResourceList parses "name=quantity[,name=quantity...]".
+func parseResourceList(s string) (v1.ResourceList, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, errors.New("empty value")
+	}
+	rl := v1.ResourceList{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(part, "=")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || name == "" || value == "" {
+			return nil, fmt.Errorf("%q is not name=quantity", part)
+		}
+		if errs := validation.IsQualifiedName(name); len(errs) > 0 {
+			return nil, fmt.Errorf("invalid resource name %q: %s", name, strings.Join(errs, "; "))
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, fmt.Errorf("invalid quantity %q for %s: %w", value, name, err)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("negative quantity %q for %s", value, name)
+		}
+		if _, dup := rl[v1.ResourceName(name)]; dup {
+			return nil, fmt.Errorf("resource %s given twice", name)
+		}
+		rl[v1.ResourceName(name)] = q
+	}
+	if len(rl) == 0 {
+		return nil, errors.New("no resources given")
+	}
+	return rl, nil
+}
+
+// hookTemplateRef locates the runner's hook template: the env var's path,
+// resolved through the container's volume mounts to a ConfigMap key.
+type hookTemplateRef struct {
+	path      string
+	configMap string
+	key       string
+}
+
+// findHookTemplate returns the runner's hook template reference, nil when the
+// runner names no template, or an error when the path is not on a ConfigMap.
+func findHookTemplate(pod *v1.Pod) (*hookTemplateRef, error) {
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		var file string
+		for _, e := range c.Env {
+			if e.Name == HookTemplateEnv {
+				file = path.Clean(e.Value)
+			}
+		}
+		if file == "" || file == "." {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			var rel string
+			mount := path.Clean(m.MountPath)
+			switch {
+			case m.SubPath != "" && file == mount:
+				rel = m.SubPath
+			case m.SubPath == "" && strings.HasPrefix(file, mount+"/"):
+				rel = strings.TrimPrefix(file, mount+"/")
+			default:
+				continue
+			}
+			vol := volumeByName(pod, m.Name)
+			if vol == nil || vol.ConfigMap == nil {
+				return nil, fmt.Errorf("hook template %s is mounted from volume %q, which is not a ConfigMap volume", file, m.Name)
+			}
+			key := rel
+			for _, item := range vol.ConfigMap.Items {
+				if path.Clean(item.Path) == rel {
+					key = item.Key
+				}
+			}
+			return &hookTemplateRef{path: file, configMap: vol.ConfigMap.Name, key: key}, nil
+		}
+		return nil, fmt.Errorf("hook template %s is not on any volume mount of container %q", file, c.Name)
+	}
+	return nil, nil
+}
+
+func volumeByName(pod *v1.Pod, name string) *v1.Volume {
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == name {
+			return &pod.Spec.Volumes[i]
+		}
+	}
+	return nil
+}
+
+// hookTemplateRequests computes the workflow pod's request from a hook
+// template (a PodTemplateSpec in YAML). The hook merges "$job" into the job
+// container and "$<service>" into that service, and appends every other
+// container as a sidecar: all of them run, so all of them count, as do init
+// containers and overhead, exactly as Kubernetes computes a pod's request.
+func hookTemplateRequests(data string) (v1.ResourceList, error) {
+	var tmpl v1.PodTemplateSpec
+	if err := yaml.Unmarshal([]byte(data), &tmpl); err != nil {
+		return nil, fmt.Errorf("cannot parse: %w", err)
+	}
+	pod := &v1.Pod{Spec: tmpl.Spec}
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), nil
+}
+
+// sizer resolves a runner's workflow size from its sources.
+type sizer struct {
+	configMaps      corelisters.ConfigMapLister
+	defaultWorkflow v1.ResourceList
+	defaultStep     v1.ResourceList
+}
+
+// size resolves the workflow pod's size: annotation, then hook template,
+// then the default; a broken source is recorded and the next one tried.
+// Step headroom (annotation, else default) is added on top.
+func (s *sizer) size(pod *v1.Pod) sizing {
+	var out sizing
+	var workflow v1.ResourceList
+
+	if v, ok := pod.Annotations[WorkflowRequestsAnnotation]; ok {
+		out.intended = true
+		rl, err := parseResourceList(v)
+		if err != nil {
+			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", WorkflowRequestsAnnotation, v, err))
+		} else {
+			workflow, out.source = rl, SourceAnnotation
+		}
+	}
+	if workflow == nil {
+		rl, tried, err := s.fromHookTemplate(pod)
+		out.intended = out.intended || tried
+		if err != nil {
+			out.problems = append(out.problems, err)
+		} else if tried {
+			workflow, out.source = rl, SourceHookTemplate
+		}
+	}
+	if workflow == nil && len(s.defaultWorkflow) > 0 {
+		out.intended = true
+		workflow, out.source = s.defaultWorkflow, SourceDefault
+	}
+	if workflow == nil {
+		return out
+	}
+	out.workflow = amountFromList(workflow)
+	out.workflow.Pods = 1
+
+	step := s.defaultStep
+	if v, ok := pod.Annotations[StepRequestsAnnotation]; ok {
+		rl, err := parseResourceList(v)
+		if err != nil {
+			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", StepRequestsAnnotation, v, err))
+		} else {
+			step = rl
+		}
+	}
+	if len(step) > 0 {
+		extra := amountFromList(step)
+		extra.Pods = 0
+		out.workflow = out.workflow.add(extra)
+	}
+	return out
+}
+
+// fromHookTemplate reads the runner's hook template. tried reports whether
+// the runner names one at all.
+func (s *sizer) fromHookTemplate(pod *v1.Pod) (rl v1.ResourceList, tried bool, err error) {
+	ref, err := findHookTemplate(pod)
+	if err != nil {
+		return nil, true, err
+	}
+	if ref == nil {
+		return nil, false, nil
+	}
+	if s.configMaps == nil {
+		return nil, true, fmt.Errorf("hook template %s: ConfigMap lookups are not available", ref.path)
+	}
+	cm, err := s.configMaps.ConfigMaps(pod.Namespace).Get(ref.configMap)
+	if apierrors.IsNotFound(err) {
+		return nil, true, fmt.Errorf("hook template %s: ConfigMap %s/%s not found", ref.path, pod.Namespace, ref.configMap)
+	}
+	if err != nil {
+		return nil, true, fmt.Errorf("hook template %s: %w", ref.path, err)
+	}
+	data, ok := cm.Data[ref.key]
+	if !ok {
+		return nil, true, fmt.Errorf("hook template %s: ConfigMap %s/%s has no key %q", ref.path, pod.Namespace, ref.configMap, ref.key)
+	}
+	rl, err = hookTemplateRequests(data)
+	if err != nil {
+		return nil, true, fmt.Errorf("hook template %s (ConfigMap %s/%s key %q): %w", ref.path, pod.Namespace, ref.configMap, ref.key, err)
+	}
+	return rl, true, nil
+}

@@ -1,0 +1,279 @@
+// Package integration runs tandem's scheduler in-process against a real
+// etcd and kube-apiserver (built into bin/ by hack/build-control-plane.sh)
+// and asserts on API objects.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/test/controlplane"
+	"github.com/tandem-scheduler/tandem/test/inprocess"
+)
+
+// restConfig reaches the control plane shared by every test of the package.
+// Tests run one at a time: nodes are cluster-wide, so each test creates its
+// own and deletes them at the end.
+var restConfig *rest.Config
+
+var envCount atomic.Int32
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane (run `make control-plane` first):", err)
+		return 1
+	}
+	defer cp.Stop()
+	restConfig = cp.RESTConfig()
+	return m.Run()
+}
+
+const schedulerName = "tandem-scheduler"
+
+// tandemConfig is a tandem profile with the given WorkflowReservation args
+// (YAML, indented for the args block) or none.
+func tandemConfig(args string) string {
+	cfg := `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: tandem-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: WorkflowReservation
+`
+	if args != "" {
+		cfg += "  pluginConfig:\n  - name: WorkflowReservation\n    args:\n" + args
+	}
+	return cfg
+}
+
+// env is one test's namespace, nodes and scheduler.
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	client kubernetes.Interface
+	ns     string
+	config string
+	sched  *inprocess.Scheduler
+}
+
+// newEnv creates the nodes (name -> cpu), a namespace named after the test
+// and starts a scheduler with config; everything goes at the end of the test.
+func newEnv(t *testing.T, config string, nodes map[string]string) *env {
+	t.Helper()
+	ctx := t.Context()
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Namespaces are not deleted (no namespace controller runs): each env
+	// gets a new one, so tests can be repeated with -count.
+	ns := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(ns) > 50 {
+		ns = ns[:50]
+	}
+	e := &env{t: t, ctx: ctx, client: client, config: config, ns: fmt.Sprintf("%s-%d", ns, envCount.Add(1))}
+	if err := controlplane.EnsureNamespace(ctx, client, e.ns); err != nil {
+		t.Fatal(err)
+	}
+	for name, cpu := range nodes {
+		capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("16Gi"), v1.ResourcePods: resource.MustParse("110")}
+		if _, err := controlplane.CreateNode(ctx, client, name, capacity, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		e.stopScheduler()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		zero := int64(0)
+		_ = client.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		for name := range nodes {
+			_ = client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		}
+	})
+	e.startScheduler()
+	return e
+}
+
+func (e *env) startScheduler() {
+	e.t.Helper()
+	s, err := inprocess.Start(e.ctx, restConfig, e.config)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.sched = s
+}
+
+func (e *env) stopScheduler() {
+	if e.sched != nil {
+		e.sched.Stop()
+		e.sched = nil
+	}
+}
+
+// podSpec describes a test pod.
+type podSpec struct {
+	cpu         string
+	annotations map[string]string
+	labels      map[string]string
+	node        string // nodeName: bypasses the scheduler
+	onNode      string // nodeSelector on the hostname label
+	runner      bool
+	// workflowOf makes the pod a workflow pod of that runner.
+	workflowOf string
+	mutate     func(*v1.Pod)
+}
+
+func (e *env) create(name string, s podSpec) *v1.Pod {
+	e.t.Helper()
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{}, Annotations: s.annotations},
+		Spec: v1.PodSpec{
+			SchedulerName: schedulerName,
+			NodeName:      s.node,
+			RestartPolicy: v1.RestartPolicyNever,
+			Containers:    []v1.Container{{Name: "main", Image: "image"}},
+		},
+	}
+	if s.cpu != "" {
+		pod.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse(s.cpu)}
+	}
+	for k, v := range s.labels {
+		pod.Labels[k] = v
+	}
+	if s.runner {
+		pod.Labels["actions-ephemeral-runner"] = "True"
+	}
+	if s.workflowOf != "" {
+		pod.Labels["runner-pod"] = s.workflowOf
+	}
+	if s.onNode != "" {
+		pod.Spec.NodeSelector = map[string]string{v1.LabelHostname: s.onNode}
+	}
+	if s.mutate != nil {
+		s.mutate(pod)
+	}
+	created, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("creating pod %s: %v", name, err)
+	}
+	return created
+}
+
+// runner creates a runner pod of cpu whose workflow pod needs workflowCPU.
+func (e *env) runner(name, cpu, workflowCPU string) *v1.Pod {
+	e.t.Helper()
+	return e.create(name, podSpec{cpu: cpu, runner: true, annotations: map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=" + workflowCPU}})
+}
+
+func (e *env) poll(what string, cond func() (bool, error)) {
+	e.t.Helper()
+	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return cond()
+	})
+	if err != nil {
+		e.t.Fatalf("waiting until %s: %v", what, err)
+	}
+}
+
+func (e *env) get(name string) *v1.Pod {
+	e.t.Helper()
+	pod, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return pod
+}
+
+// bound waits until the pod is bound and returns its node.
+func (e *env) bound(name string) string {
+	e.t.Helper()
+	var node string
+	e.poll("pod "+name+" is bound", func() (bool, error) {
+		node = e.get(name).Spec.NodeName
+		return node != "", nil
+	})
+	return node
+}
+
+// unschedulable waits until the scheduler marks the pod unschedulable and
+// returns the PodScheduled message. The pod must then still be unbound.
+func (e *env) unschedulable(name string) string {
+	e.t.Helper()
+	var msg string
+	e.poll("pod "+name+" is marked unschedulable", func() (bool, error) {
+		pod := e.get(name)
+		if pod.Spec.NodeName != "" {
+			return false, fmt.Errorf("pod %s was bound to %s, want it pending", name, pod.Spec.NodeName)
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
+				msg = c.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return msg
+}
+
+// event waits for an event with reason on the named object and returns its note.
+func (e *env) event(object, reason string) string {
+	e.t.Helper()
+	var note string
+	e.poll(fmt.Sprintf("event %s on %s", reason, object), func() (bool, error) {
+		list, err := e.client.EventsV1().Events(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range list.Items {
+			if ev.Regarding.Name == object && ev.Reason == reason {
+				note = ev.Note
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return note
+}
+
+func (e *env) delete(name string) {
+	e.t.Helper()
+	zero := int64(0)
+	if err := e.client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func wantContains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s = %q, want it to contain %q", what, got, w)
+		}
+	}
+}

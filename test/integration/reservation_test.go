@@ -1,0 +1,154 @@
+package integration
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/test/demo"
+)
+
+// (a) Both demo cases, both schedulers: plain kube-scheduler fails jobs,
+// tandem fails none and keeps runners without a pair slot pending.
+func TestDemoCases(t *testing.T) {
+	for _, c := range demo.Cases {
+		plain, err := demo.Run(t.Context(), restConfig, c, demo.Plain)
+		if err != nil {
+			t.Fatalf("%s with plain kube-scheduler: %v", c.Name, err)
+		}
+		tandem, err := demo.Run(t.Context(), restConfig, c, demo.Tandem)
+		if err != nil {
+			t.Fatalf("%s with tandem: %v", c.Name, err)
+		}
+		if plain.Rejected() == 0 {
+			t.Errorf("%s: plain kube-scheduler rejected no workflow pod; the seed failure did not reproduce: %+v", c.Name, plain.Outcomes)
+		}
+		if tandem.Rejected() != 0 {
+			t.Errorf("%s: tandem let %d workflow pod(s) be rejected: %+v", c.Name, tandem.Rejected(), tandem.Outcomes)
+		}
+		runners := 0
+		for _, w := range c.Waves {
+			runners += len(w)
+		}
+		// 2 nodes of 3 cpu hold 2 pairs of 1+1 cpu.
+		if want := max(0, runners-2); tandem.Waiting() != want {
+			t.Errorf("%s: tandem left %d runner(s) pending, want %d: %+v", c.Name, tandem.Waiting(), want, tandem.Outcomes)
+		}
+		for _, o := range tandem.Outcomes {
+			if o.Node == "" {
+				wantContains(t, "pending message of "+o.Runner, o.Pending, workflowreservation.ErrReasonPairDoesNotFit)
+			}
+		}
+	}
+}
+
+// (b) A non-runner pod cannot take reserved room; it gets the room once the
+// reservation is claimed by a smaller workflow pod, or released.
+func TestReservedRoomIsNotFree(t *testing.T) {
+	e := newEnv(t, tandemConfig(""), map[string]string{"b-n1": "2"})
+	e.runner("r1", "1", "1")
+	e.bound("r1")
+
+	e.create("other", podSpec{cpu: "500m"})
+	wantContains(t, "pending message", e.unschedulable("other"), workflowreservation.ErrReasonRoomReserved)
+
+	// The workflow pod needs only half of what was reserved: the other
+	// half is free the moment it claims the reservation.
+	e.create("r1-workflow", podSpec{cpu: "500m", workflowOf: "r1", node: "b-n1"})
+	if got := e.bound("other"); got != "b-n1" {
+		t.Fatalf("other landed on %q", got)
+	}
+
+	// Released: r2's reservation holds the last cpu until r2 goes.
+	e.delete("other")
+	e.delete("r1-workflow")
+	e.delete("r1")
+	e.runner("r2", "500m", "500m")
+	e.bound("r2")
+	// 2 - 0.5 = 1.5 cpu is free to kube-scheduler, 1 cpu once r2's
+	// reservation is counted.
+	e.create("other2", podSpec{cpu: "1500m"})
+	wantContains(t, "pending message", e.unschedulable("other2"), workflowreservation.ErrReasonRoomReserved)
+	e.delete("r2")
+	if got := e.bound("other2"); got != "b-n1" {
+		t.Fatalf("other2 landed on %q", got)
+	}
+}
+
+// (c) A workflow pod scheduled by tandem lands on its runner's node even when
+// another node has more room, and the node's accounting is exact afterwards.
+func TestWorkflowPodThroughTandem(t *testing.T) {
+	e := newEnv(t, tandemConfig(""), map[string]string{"c-small": "3", "c-big": "16"})
+	r1 := e.create("r1", podSpec{cpu: "1", runner: true, onNode: "c-small",
+		annotations: map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=1"}})
+	e.bound("r1")
+
+	wf := e.create("r1-workflow", podSpec{cpu: "1", workflowOf: "r1"})
+	if got := e.bound("r1-workflow"); got != "c-small" {
+		t.Fatalf("workflow pod landed on %q, want its runner's node c-small", got)
+	}
+	wantContains(t, "claim event", e.event(wf.Name, workflowreservation.ReasonClaimed), "runner r1", "c-small")
+	_ = r1
+
+	// c-small: 3 cpu - runner 1 - workflow 1 = 1 free, counted once.
+	e.create("too-big", podSpec{cpu: "1001m", onNode: "c-small"})
+	e.unschedulable("too-big")
+	e.create("exact", podSpec{cpu: "1", onNode: "c-small"})
+	e.bound("exact")
+}
+
+// (d) A workflow pod pinned with nodeName turns the reservation into itself:
+// no gap, no double count.
+func TestWorkflowPodWithNodeName(t *testing.T) {
+	e := newEnv(t, tandemConfig(""), map[string]string{"d-n1": "3"})
+	e.runner("r1", "1", "1")
+	e.bound("r1")
+	wf := e.create("r1-workflow", podSpec{cpu: "1", workflowOf: "r1", node: "d-n1"})
+	wantContains(t, "claim event", e.event(wf.Name, workflowreservation.ReasonClaimed), "runner r1", "d-n1")
+
+	e.create("too-big", podSpec{cpu: "1001m"})
+	e.unschedulable("too-big")
+	e.create("exact", podSpec{cpu: "1"})
+	e.bound("exact")
+}
+
+// (e) Deleting the runner releases its room.
+func TestRunnerDeletedReleasesRoom(t *testing.T) {
+	e := newEnv(t, tandemConfig(""), map[string]string{"e-n1": "2"})
+	e.runner("r1", "1", "1")
+	e.bound("r1")
+	e.create("other", podSpec{cpu: "2"})
+	e.unschedulable("other")
+	e.delete("r1")
+	e.bound("other")
+	wantContains(t, "release event", e.event("r1", workflowreservation.ReasonReleased), "cpu=1", "e-n1", "deleted")
+}
+
+// (f) tandem restarts between the runner's bind and its workflow pod: the
+// reservation is rebuilt from the runner pod before anything is scheduled.
+func TestRestartKeepsReservation(t *testing.T) {
+	e := newEnv(t, tandemConfig(""), map[string]string{"f-n1": "3"})
+	e.runner("r1", "1", "1")
+	e.bound("r1")
+
+	var recorded struct {
+		Node     string            `json:"node"`
+		Requests map[string]string `json:"requests"`
+		Source   string            `json:"source"`
+	}
+	if err := json.Unmarshal([]byte(e.get("r1").Annotations[workflowreservation.ReservationAnnotation]), &recorded); err != nil {
+		t.Fatalf("runner carries no readable reservation: %v", err)
+	}
+	if recorded.Node != "f-n1" || recorded.Requests["cpu"] != "1" || recorded.Source != "annotation" {
+		t.Errorf("recorded reservation = %+v, want cpu 1 on f-n1 from annotation", recorded)
+	}
+
+	e.stopScheduler()
+	// Created while no scheduler runs: the first cycle after the restart
+	// must already see the reservation.
+	e.create("too-big", podSpec{cpu: "2"})
+	e.startScheduler()
+	wantContains(t, "pending message", e.unschedulable("too-big"), workflowreservation.ErrReasonRoomReserved)
+	e.create("exact", podSpec{cpu: "1"})
+	e.bound("exact")
+}
