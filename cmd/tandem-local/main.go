@@ -17,18 +17,19 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/tandem-scheduler/tandem/test/controlplane"
 )
 
 const (
-	defaultDir    = "_output/local"
-	schedulerName = "tandem-scheduler"
+	defaultDir = "_output/local"
 )
 
 func main() {
@@ -66,6 +67,9 @@ func up(args []string) error {
 	dir := fs.String("dir", defaultDir, "directory for data, logs, PID files and the kubeconfig")
 	binDir := fs.String("bin-dir", "", "directory with etcd, kube-apiserver and tandem-scheduler (default $"+controlplane.BinDirEnv+", else bin/ at the module root)")
 	schedulerConfig := fs.String("scheduler-config", "", "if set, also start bin/tandem-scheduler with this KubeSchedulerConfiguration file")
+	nodes := fs.Int("nodes", 3, "Ready Node objects (no kubelet) to create if missing, named local-node-N")
+	nodeCPU := fs.String("node-cpu", "4", "cpu capacity of each node")
+	nodeMemory := fs.String("node-memory", "16Gi", "memory capacity of each node")
 	_ = fs.Parse(args)
 	schedulerArgs := fs.Args() // after "--"
 
@@ -88,7 +92,7 @@ func up(args []string) error {
 	// Check the scheduler's inputs before starting anything.
 	var schedulerBin, schedulerConfigPath string
 	if *schedulerConfig != "" {
-		schedulerBin = filepath.Join(resolvedBinDir, schedulerName)
+		schedulerBin = filepath.Join(resolvedBinDir, controlplane.SchedulerName)
 		if _, err := os.Stat(schedulerBin); err != nil {
 			return fmt.Errorf("%s is missing: build the scheduler first (go build -o %s ./cmd/tandem-scheduler, with the ldflags from hack/lib/version.sh): %w", schedulerBin, schedulerBin, err)
 		}
@@ -113,84 +117,45 @@ func up(args []string) error {
 	fmt.Fprintf(os.Stderr, "%-16s pid %-7d %s  log %s\n", controlplane.APIServerName, cp.APIServer().PID, cp.URL(), cp.APIServer().LogPath)
 
 	if schedulerBin != "" {
-		p, url, err := startScheduler(ctx, schedulerBin, schedulerConfigPath, cp, schedulerArgs)
+		p, url, err := controlplane.StartScheduler(ctx, cp, schedulerBin, schedulerConfigPath, true, schedulerArgs...)
 		if err != nil {
 			if _, stopErr := controlplane.StopDir(absDir, 5*time.Second); stopErr != nil {
 				err = errors.Join(err, stopErr)
 			}
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "%-16s pid %-7d %s  log %s\n", schedulerName, p.PID, url, p.LogPath)
+		fmt.Fprintf(os.Stderr, "%-16s pid %-7d %s  log %s\n", controlplane.SchedulerName, p.PID, url, p.LogPath)
 	}
 	fmt.Fprintf(os.Stderr, "up in %.1fs; stop with: go run ./cmd/tandem-local down --dir %s\n", time.Since(started).Seconds(), *dir)
+	if err := ensureNodes(ctx, cp, *nodes, *nodeCPU, *nodeMemory); err != nil {
+		return err
+	}
 	fmt.Printf("export KUBECONFIG=%s\n", cp.KubeconfigPath())
 	return nil
 }
 
-// startScheduler starts the scheduler detached and waits for its /healthz.
-func startScheduler(ctx context.Context, bin, config string, cp *controlplane.ControlPlane, extraArgs []string) (*controlplane.Process, string, error) {
-	port, err := controlplane.FreePort()
+// ensureNodes creates local-node-1..n unless they exist.
+func ensureNodes(ctx context.Context, cp *controlplane.ControlPlane, n int, cpu, memory string) error {
+	capacity := v1.ResourceList{}
+	for name, value := range map[v1.ResourceName]string{v1.ResourceCPU: cpu, v1.ResourceMemory: memory} {
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", name, err)
+		}
+		capacity[name] = q
+	}
+	client, err := kubernetes.NewForConfig(cp.RESTConfig())
 	if err != nil {
-		return nil, "", err
+		return err
 	}
-	config, err = localSchedulerConfig(config, cp.KubeconfigPath(), cp.Dir())
-	if err != nil {
-		return nil, "", err
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("local-node-%d", i)
+		if _, err := controlplane.CreateNode(ctx, client, name, capacity, nil); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating node %s: %w", name, err)
+		}
 	}
-	args := append([]string{
-		"--config=" + config,
-		// A bare apiserver has no extension-apiserver-authentication ConfigMap.
-		"--authentication-skip-lookup=true",
-		// Delegated authn/authz of /metrics requests (TokenReview and
-		// SubjectAccessReview) through the admin kubeconfig.
-		"--authentication-kubeconfig=" + cp.KubeconfigPath(),
-		"--authorization-kubeconfig=" + cp.KubeconfigPath(),
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
-	}, extraArgs...)
-	p, err := controlplane.StartProcess(controlplane.ProcessSpec{
-		Name: schedulerName, Path: bin, Args: args, Dir: cp.Dir(), Detach: true,
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	url := fmt.Sprintf("https://127.0.0.1:%d", port)
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	if err := p.WaitHTTP(ctx, controlplane.InsecureHTTPClient(), url+"/healthz", nil); err != nil {
-		return nil, "", err
-	}
-	return p, url, nil
-}
-
-// localSchedulerConfig writes a copy of the KubeSchedulerConfiguration at
-// src into dir with clientConnection.kubeconfig set to kubeconfig, and returns
-// its path. kube-scheduler ignores its --kubeconfig flag when --config is set.
-func localSchedulerConfig(src, kubeconfig, dir string) (string, error) {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return "", err
-	}
-	var cfg map[string]any
-	if err := yaml.Unmarshal(data, &cfg); err != nil {
-		return "", fmt.Errorf("parsing %s: %w", src, err)
-	}
-	if cfg == nil {
-		return "", fmt.Errorf("%s is empty", src)
-	}
-	clientConnection, _ := cfg["clientConnection"].(map[string]any)
-	if clientConnection == nil {
-		clientConnection = map[string]any{}
-	}
-	clientConnection["kubeconfig"] = kubeconfig
-	cfg["clientConnection"] = clientConnection
-	out, err := yaml.Marshal(cfg)
-	if err != nil {
-		return "", err
-	}
-	out = append([]byte("# Generated by tandem-local from "+src+" with clientConnection.kubeconfig set.\n"), out...)
-	path := filepath.Join(dir, schedulerName+"-config.yaml")
-	return path, os.WriteFile(path, out, 0o644)
+	fmt.Fprintf(os.Stderr, "%d node(s) local-node-N with cpu %s, memory %s (Node objects, no kubelet)\n", n, cpu, memory)
+	return nil
 }
 
 func down(args []string) error {

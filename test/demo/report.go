@@ -23,6 +23,12 @@ func Print(w io.Writer, c Case, runs []Result) {
 			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", o.Runner, node, free, wf)
 		}
 		_ = tw.Flush()
+		for _, o := range r.Outcomes {
+			if o.Node == "" {
+				fmt.Fprintf(w, "    kubectl describe pod %s: %s\n", o.Runner, o.Pending)
+				break
+			}
+		}
 		fmt.Fprintf(w, "    => %s\n\n", Summary(r))
 	}
 }

@@ -29,6 +29,9 @@ import (
 // own and deletes them at the end.
 var restConfig *rest.Config
 
+// controlPlane is that control plane, for tests that start processes on it.
+var controlPlane *controlplane.ControlPlane
+
 var envCount atomic.Int32
 
 func TestMain(m *testing.M) {
@@ -44,7 +47,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer cp.Stop()
-	restConfig = cp.RESTConfig()
+	restConfig, controlPlane = cp.RESTConfig(), cp
 	return m.Run()
 }
 
@@ -84,6 +87,15 @@ type env struct {
 // and starts a scheduler with config; everything goes at the end of the test.
 func newEnv(t *testing.T, config string, nodes map[string]string) *env {
 	t.Helper()
+	e := newEnvWithoutScheduler(t, nodes)
+	e.config = config
+	e.startScheduler()
+	return e
+}
+
+// newEnvWithoutScheduler is newEnv for a test that runs its own scheduler.
+func newEnvWithoutScheduler(t *testing.T, nodes map[string]string) *env {
+	t.Helper()
 	ctx := t.Context()
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
@@ -95,7 +107,7 @@ func newEnv(t *testing.T, config string, nodes map[string]string) *env {
 	if len(ns) > 50 {
 		ns = ns[:50]
 	}
-	e := &env{t: t, ctx: ctx, client: client, config: config, ns: fmt.Sprintf("%s-%d", ns, envCount.Add(1))}
+	e := &env{t: t, ctx: ctx, client: client, ns: fmt.Sprintf("%s-%d", ns, envCount.Add(1))}
 	if err := controlplane.EnsureNamespace(ctx, client, e.ns); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +127,6 @@ func newEnv(t *testing.T, config string, nodes map[string]string) *env {
 			_ = client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
 		}
 	})
-	e.startScheduler()
 	return e
 }
 

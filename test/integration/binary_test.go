@@ -1,0 +1,84 @@
+package integration
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/test/controlplane"
+)
+
+// The shipped binary with the shipped configuration: it reports a real
+// version, decodes manifests/scheduler-config.yaml (typed args included),
+// leads through its own lease and schedules a runner with a reservation.
+func TestBinaryWithShippedConfig(t *testing.T) {
+	root, err := controlplane.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := controlplane.ResolveBinDir("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(bin, controlplane.SchedulerName)
+	out, err := exec.Command(binary, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --version: %v\n%s (run `make build` first)", binary, err, out)
+	}
+	if want := "Kubernetes " + wantVersion(t); !strings.Contains(string(out), want) {
+		t.Errorf("--version printed %q, want %q", out, want)
+	}
+
+	// No in-process scheduler: the binary is the only one serving tandem-scheduler.
+	e := newEnvWithoutScheduler(t, map[string]string{"bin-n1": "6"})
+	p, _, err := controlplane.StartScheduler(e.ctx, controlPlane, binary, filepath.Join(root, "manifests", "scheduler-config.yaml"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(10 * time.Second) })
+
+	// The shipped config adds defaultStepRequests (cpu 500m) to every
+	// workflow size, and its defaultWorkflowRequests (cpu 1) sizes a runner
+	// that says nothing itself.
+	e.runner("r1", "1", "1")
+	e.bound("r1")
+	if _, cpu, source := e.recordedReservation("r1"); cpu != "1500m" || source != string(workflowreservation.SourceAnnotation) {
+		t.Errorf("reservation = cpu %s from %s, want cpu 1500m from annotation", cpu, source)
+	}
+	e.create("r2", podSpec{cpu: "1", runner: true})
+	e.bound("r2")
+	if _, cpu, source := e.recordedReservation("r2"); cpu != "1500m" || source != string(workflowreservation.SourceDefault) {
+		t.Errorf("reservation = cpu %s from %s, want cpu 1500m from default", cpu, source)
+	}
+
+	lease, err := e.client.CoordinationV1().Leases("kube-system").Get(e.ctx, "tandem-scheduler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("tandem's own leader-election lease: %v", err)
+	}
+	if holder := holderOf(lease); holder == "" {
+		t.Error("lease tandem-scheduler has no holder")
+	}
+}
+
+func holderOf(l *coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// wantVersion is the Kubernetes version in go.mod, which the build stamps.
+func wantVersion(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
