@@ -14,15 +14,34 @@ import (
 // `kubectl describe pod` shows it.
 const ReservationAnnotation = "tandem.dev/reservation"
 
-// persistedReservation is the annotation's JSON form.
-type persistedReservation struct {
-	Node     string          `json:"node"`
+// Recorded is a reservation as recorded on its runner pod (the
+// annotation's JSON form).
+type Recorded struct {
+	// Node holds the room.
+	Node string `json:"node"`
+	// Requests is the room held: the workflow pod's request, step headroom
+	// included, and one pod.
 	Requests v1.ResourceList `json:"requests"`
-	Source   Source          `json:"source"`
+	// Source says where the size came from.
+	Source Source `json:"source"`
+}
+
+// RecordedReservation reads the reservation recorded on a runner pod; ok is
+// false when the pod carries none. Tools outside the scheduler (the
+// simulator's invariant checker, kubectl plugins) read reservations with it.
+func RecordedReservation(pod *v1.Pod) (r Recorded, ok bool, err error) {
+	value, ok := pod.Annotations[ReservationAnnotation]
+	if !ok {
+		return Recorded{}, false, nil
+	}
+	if err := json.Unmarshal([]byte(value), &r); err != nil {
+		return Recorded{}, true, fmt.Errorf("annotation %s: %w", ReservationAnnotation, err)
+	}
+	return r, true, nil
 }
 
 func encodeReservation(r *reservation) (string, error) {
-	b, err := json.Marshal(persistedReservation{Node: r.node, Requests: r.size.toList(), Source: r.source})
+	b, err := json.Marshal(Recorded{Node: r.node, Requests: r.size.toList(), Source: r.source})
 	if err != nil {
 		return "", err
 	}
@@ -45,13 +64,12 @@ func reservationPatch(r *reservation) ([]byte, error) {
 // reservationFromPod rebuilds the reservation recorded on a bound runner pod.
 // It returns nil, nil for pods that carry no reservation.
 func reservationFromPod(pod *v1.Pod) (*reservation, error) {
-	value, ok := pod.Annotations[ReservationAnnotation]
-	if !ok || pod.Spec.NodeName == "" {
+	if pod.Spec.NodeName == "" {
 		return nil, nil
 	}
-	var p persistedReservation
-	if err := json.Unmarshal([]byte(value), &p); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", ReservationAnnotation, err)
+	p, ok, err := RecordedReservation(pod)
+	if !ok || err != nil {
+		return nil, err
 	}
 	if p.Node != pod.Spec.NodeName {
 		return nil, fmt.Errorf("annotation %s names node %q but the pod is bound to %q", ReservationAnnotation, p.Node, pod.Spec.NodeName)
