@@ -2,11 +2,14 @@ package workflowreservation
 
 import (
 	"fmt"
+	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
 // registerHandlers keeps the store in step with the cluster: it rebuilds
@@ -72,34 +75,38 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 		return
 	}
 	pl.store.put(r)
+	pl.recordMetrics()
 	logger.V(2).Info("Rebuilt reservation from runner pod", "runner", klog.KObj(pod), "node", r.node, "size", r.size.String())
 }
 
 // observeWorkflow marks the runner's reservation claimed by a bound workflow
 // pod, whether the scheduler or the pod's own nodeName put it there.
 func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.NamespacedName) {
-	var claimed, mismatch bool
-	var node string
+	var claimed, elsewhere bool
+	var taken reservation
 	pl.store.update(runner, func(r *reservation) {
-		node = r.node
-		switch {
-		case r.node != pod.Spec.NodeName:
-			mismatch = true
-		case r.claimedBy == "":
-			r.claimedBy = pod.UID
-			claimed = true
+		if r.claimedBy != "" {
+			return
 		}
+		// A workflow pod on another node (not pinned to its runner's)
+		// no longer needs the room: the reservation is used up.
+		elsewhere = r.node != pod.Spec.NodeName
+		r.claimedBy, r.done = pod.UID, elsewhere
+		claimed, taken = true, *r
 	})
-	if mismatch {
-		logger.Info("Workflow pod is bound to another node than its runner's reservation", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", node)
+	if !claimed {
 		return
 	}
-	if claimed {
-		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", node)
+	pl.observeClaim(taken)
+	pl.recordMetrics()
+	if elsewhere {
+		logger.V(2).Info("Workflow pod runs on another node than its runner's reservation; released it", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", taken.node)
+	} else {
+		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.node)
 		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonClaimed, "Claim",
-			"Claimed the reservation of runner %s on node %s", runner.Name, node)
-		pl.activateWaiting(logger)
+			"Claimed the reservation of runner %s on node %s", runner.Name, taken.node)
 	}
+	pl.activateWaiting(logger)
 }
 
 func (pl *WorkflowReservation) onPodDelete(logger klog.Logger, obj any) {
@@ -119,6 +126,11 @@ func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, how st
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	if r := pl.store.remove(key, pod.UID); r != nil {
 		freed = true
+		reason := metrics.ReleaseRunnerDeleted
+		if how == "finished" {
+			reason = metrics.ReleaseRunnerFinished
+		}
+		metrics.Releases.WithLabelValues(pl.profile, reason, strconv.FormatBool(r.claimedBy != "")).Inc()
 		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.node, "reason", "runner "+how)
 		if r.claimedBy == "" {
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonReleased, "Release",
@@ -133,6 +145,7 @@ func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, how st
 		})
 	}
 	if freed {
+		pl.recordMetrics()
 		pl.activateWaiting(logger)
 	}
 }
@@ -146,6 +159,8 @@ func (pl *WorkflowReservation) onNodeDelete(logger klog.Logger, obj any) {
 		return
 	}
 	for _, r := range pl.store.removeNode(node.Name) {
+		metrics.Releases.WithLabelValues(pl.profile, metrics.ReleaseNodeDeleted, strconv.FormatBool(r.claimedBy != "")).Inc()
 		logger.V(2).Info("Released reservation", "runner", r.runner, "node", r.node, "reason", "node deleted")
 	}
+	pl.recordMetrics()
 }

@@ -35,6 +35,7 @@ type fakeHandle struct {
 func (h *fakeHandle) ClientSet() clientset.Interface                         { return h.client }
 func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
 func (h *fakeHandle) EventRecorder() events.EventRecorder                    { return h.recorder }
+func (h *fakeHandle) ProfileName() string                                    { return "test" }
 
 // Activate records the pods the plugin asked to requeue.
 func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*v1.Pod) {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
 const (
@@ -61,6 +63,8 @@ type WorkflowReservation struct {
 	sizer          *sizer
 	store          *store
 	waiting        waitingPods
+	profile        string
+	scoring        config.ScoringStrategy
 	// synced reports whether the informer handlers have seen every
 	// existing pod and node, i.e. the reservations are rebuilt.
 	synced func() bool
@@ -88,8 +92,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			defaultWorkflow: args.DefaultWorkflowRequests,
 			defaultStep:     args.DefaultStepRequests,
 		},
-		store: newStore(),
+		store:   newStore(),
+		profile: h.ProfileName(),
+		scoring: defaultScoring,
 	}
+	if args.ScoringStrategy != nil {
+		pl.scoring = *args.ScoringStrategy
+	}
+	metrics.Register()
 	if h.SharedInformerFactory() == nil {
 		// Unit tests without informers.
 		pl.synced = func() bool { return true }
@@ -163,7 +173,8 @@ func (pl *WorkflowReservation) runnerOf(pod *v1.Pod) (types.NamespacedName, bool
 }
 
 // PreFilter classifies the pod, sizes a runner's workflow pod, narrows a
-// workflow pod to its reservation's node and snapshots the reservations.
+// pinned workflow pod to its reservation's node and snapshots the
+// reservations.
 func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	if !pl.synced() {
@@ -178,7 +189,9 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	if runner, ok := pl.runnerOf(pod); ok {
 		if r, found := pl.store.get(runner); found && !r.done && (r.claimedBy == "" || r.claimedBy == pod.UID) {
 			s.kind, s.runner, s.own = kindWorkflow, runner, r
-			result = &fwk.PreFilterResult{NodeNames: sets.New(r.node)}
+			if pinned(pod) {
+				result = &fwk.PreFilterResult{NodeNames: sets.New(r.node)}
+			}
 		}
 	}
 	if s.kind == kindOther && pl.isRunner(pod) {
@@ -300,19 +313,24 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 	switch s.kind {
 	case kindRunner:
 		pl.store.put(&reservation{
-			runner:    types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
-			runnerUID: pod.UID,
-			node:      nodeName,
-			size:      s.workflow,
-			source:    s.source,
+			runner:     types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+			runnerUID:  pod.UID,
+			node:       nodeName,
+			size:       s.workflow,
+			source:     s.source,
+			reservedAt: time.Now(),
 		})
+		pl.recordMetrics()
 		logger.V(4).Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
 	case kindWorkflow:
+		// Elsewhere than reserved (an unpinned workflow pod), the room is
+		// no longer needed: the reservation is used up at once.
 		pl.store.update(s.runner, func(r *reservation) {
-			if r.node == nodeName && r.claimedBy == "" {
-				r.claimedBy = pod.UID
+			if r.claimedBy == "" {
+				r.claimedBy, r.done = pod.UID, r.node != nodeName
 			}
 		})
+		pl.recordMetrics()
 	}
 	return nil
 }
@@ -327,14 +345,16 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 	case kindRunner:
 		if r := pl.store.remove(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID); r != nil {
 			klog.FromContext(ctx).V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", r.node)
+			metrics.Releases.WithLabelValues(pl.profile, metrics.ReleaseUnreserved, "false").Inc()
 		}
 	case kindWorkflow:
 		pl.store.update(s.runner, func(r *reservation) {
 			if r.claimedBy == pod.UID {
-				r.claimedBy = ""
+				r.claimedBy, r.done = "", false
 			}
 		})
 	}
+	pl.recordMetrics()
 }
 
 // PreBindPreFlight tells the framework whether PreBind has work to do.
@@ -379,6 +399,7 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonReserved, "Reserve",
 			"Reserved %s on node %s for the workflow pod (size from %s)", s.workflow, nodeName, s.source)
 	case kindWorkflow:
+		pl.observeClaim(s.own)
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName)
 		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonClaimed, "Claim",
 			"Claimed the reservation of runner %s on node %s", s.runner.Name, nodeName)

@@ -61,11 +61,16 @@ func TestPreFilter(t *testing.T) {
 			pod:      runnerPod("r1").Obj(),
 			wantCode: fwk.Skip,
 		},
-		"workflow pod narrowed to its runner's node": {
-			pod:          workflowPod("r1").Obj(),
+		"pinned workflow pod narrowed to its runner's node": {
+			pod:          workflowPod("r1").NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj(),
 			reservations: []*reservation{oneUnitReservation("r1")},
 			wantKind:     kindWorkflow,
 			wantNodes:    sets.New("n1"),
+		},
+		"unpinned workflow pod (novolume hook) is not narrowed": {
+			pod:          workflowPod("r1").Obj(),
+			reservations: []*reservation{oneUnitReservation("r1")},
+			wantKind:     kindWorkflow,
 		},
 		"workflow pod whose runner holds nothing: ordinary pod": {
 			pod:      workflowPod("r9").Obj(),
@@ -368,5 +373,64 @@ func TestReservationFromPod(t *testing.T) {
 				t.Errorf("reservation = %+v", r)
 			}
 		})
+	}
+}
+
+func TestPostBindEvents(t *testing.T) {
+	tests := map[string]struct {
+		pod          *v1.Pod
+		reservations []*reservation
+		want         string
+	}{
+		"runner: reserved": {
+			pod:  runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			want: "Normal " + ReasonReserved + " Reserved cpu=1 on node n1 for the workflow pod (size from annotation)",
+		},
+		"workflow pod: claimed": {
+			pod:          workflowPod("r1").Obj(),
+			reservations: []*reservation{oneUnitReservation("r1")},
+			want:         "Normal " + ReasonClaimed + " Claimed the reservation of runner r1 on node n1",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			pl, h := newTestPlugin(t, defaultArgs(), false)
+			for _, r := range tc.reservations {
+				pl.store.put(r)
+			}
+			cs := framework.NewCycleState()
+			if _, status := pl.PreFilter(ctx, cs, tc.pod, nil); !status.IsSuccess() {
+				t.Fatalf("PreFilter: %v", status)
+			}
+			pl.PostBind(ctx, cs, tc.pod, "n1")
+			if diff := cmp.Diff([]string{tc.want}, drainEvents(h)); diff != "" {
+				t.Errorf("events (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEventsToRegister(t *testing.T) {
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	got, err := pl.EventsToRegister(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []fwk.ClusterEvent
+	for _, e := range got {
+		if e.QueueingHintFn == nil {
+			t.Errorf("event %v has no QueueingHint", e.Event)
+		}
+		events = append(events, e.Event)
+	}
+	want := []fwk.ClusterEvent{
+		{Resource: fwk.Pod, ActionType: fwk.Add},
+		{Resource: fwk.Pod, ActionType: fwk.Delete},
+		{Resource: fwk.Pod, ActionType: fwk.Update},
+		{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable},
+	}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("events (-want,+got):\n%s", diff)
 	}
 }

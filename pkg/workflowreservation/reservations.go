@@ -2,6 +2,7 @@ package workflowreservation
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -21,6 +22,9 @@ type reservation struct {
 	// done is set when the claiming workflow pod has gone: the reservation
 	// no longer holds anything, but is kept until its runner goes.
 	done bool
+	// reservedAt is when this scheduler took the reservation; zero for one
+	// rebuilt from its runner pod.
+	reservedAt time.Time
 }
 
 // store is the plugin's record of reservations, fed by Reserve/Unreserve and

@@ -121,20 +121,34 @@ func (r Result) Waiting() int {
 
 // SchedulerConfig is the KubeSchedulerConfiguration of one run.
 func SchedulerConfig(s Scheduler, scoring string) string {
-	plugins := ""
 	if s == Tandem {
-		plugins = `
+		// The same strategy, scored with reserved room counted as used.
+		return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: %s
   plugins:
     multiPoint:
       enabled:
-      - name: ` + workflowreservation.Name
+      - name: %s
+    score:
+      disabled:
+      - name: NodeResourcesFit
+  pluginConfig:
+  - name: %s
+    args:
+      scoringStrategy:
+        type: %s
+`, SchedulerName, workflowreservation.Name, workflowreservation.Name, scoring)
 	}
 	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
 profiles:
-- schedulerName: %s%s
+- schedulerName: %s
   pluginConfig:
   - name: NodeResourcesFit
     args:
@@ -143,7 +157,7 @@ profiles:
         resources:
         - {name: cpu, weight: 1}
         - {name: memory, weight: 1}
-`, SchedulerName, plugins, scoring)
+`, SchedulerName, scoring)
 }
 
 // Run runs c under s on the control plane behind cfg. It starts and stops

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 	"github.com/tandem-scheduler/tandem/test/demo"
 )
@@ -83,7 +85,9 @@ func TestWorkflowPodThroughTandem(t *testing.T) {
 		annotations: map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=1"}})
 	e.bound("r1")
 
-	wf := e.create("r1-workflow", podSpec{cpu: "1", workflowOf: "r1"})
+	// As hooks v0.7.0 with ACTIONS_RUNNER_USE_KUBE_SCHEDULER=true creates it:
+	// a required hostname affinity to the runner's node.
+	wf := e.create("r1-workflow", podSpec{cpu: "1", workflowOf: "r1", mutate: requireNode("c-small")})
 	if got := e.bound("r1-workflow"); got != "c-small" {
 		t.Fatalf("workflow pod landed on %q, want its runner's node c-small", got)
 	}
@@ -95,6 +99,16 @@ func TestWorkflowPodThroughTandem(t *testing.T) {
 	e.unschedulable("too-big")
 	e.create("exact", podSpec{cpu: "1", onNode: "c-small"})
 	e.bound("exact")
+}
+
+func requireNode(node string) func(*v1.Pod) {
+	return func(pod *v1.Pod) {
+		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
+			}}},
+		}}
+	}
 }
 
 // (d) A workflow pod pinned with nodeName turns the reservation into itself:

@@ -9,6 +9,10 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 	out.RunnerSelector = in.RunnerSelector.DeepCopy()
 	out.DefaultWorkflowRequests = in.DefaultWorkflowRequests.DeepCopy()
 	out.DefaultStepRequests = in.DefaultStepRequests.DeepCopy()
+	if in.ScoringStrategy != nil {
+		out.ScoringStrategy = &ScoringStrategy{Type: in.ScoringStrategy.Type}
+		out.ScoringStrategy.Resources = append([]ResourceSpec(nil), in.ScoringStrategy.Resources...)
+	}
 }
 
 // DeepCopy creates a new WorkflowReservationArgs by deep-copying the receiver.

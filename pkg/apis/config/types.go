@@ -22,4 +22,31 @@ type WorkflowReservationArgs struct {
 	// DefaultStepRequests is extra headroom reserved for container-step
 	// pods. May be empty.
 	DefaultStepRequests v1.ResourceList
+	// ScoringStrategy ranks nodes by how full they are with reserved room
+	// counted as used. nil only before defaulting.
+	ScoringStrategy *ScoringStrategy
+}
+
+// ScoringStrategyType names a way to rank nodes by their allocation.
+type ScoringStrategyType string
+
+const (
+	// LeastAllocated prefers the emptiest node: spreads runners.
+	LeastAllocated ScoringStrategyType = "LeastAllocated"
+	// MostAllocated prefers the fullest node that fits: bin-packs runners.
+	MostAllocated ScoringStrategyType = "MostAllocated"
+)
+
+// ScoringStrategy configures the reservation-aware score.
+type ScoringStrategy struct {
+	// Type is LeastAllocated or MostAllocated.
+	Type ScoringStrategyType
+	// Resources weighs each resource in the score.
+	Resources []ResourceSpec
+}
+
+// ResourceSpec is a resource and its weight in the score.
+type ResourceSpec struct {
+	Name   string
+	Weight int64
 }

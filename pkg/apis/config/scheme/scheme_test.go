@@ -31,7 +31,15 @@ func defaultArgs() *config.WorkflowReservationArgs {
 		RunnerSelector: &metav1.LabelSelector{
 			MatchLabels: map[string]string{"actions-ephemeral-runner": "True"},
 		},
-		RunnerPodLabel: "runner-pod",
+		RunnerPodLabel:  "runner-pod",
+		ScoringStrategy: defaultScoring(),
+	}
+}
+
+func defaultScoring() *config.ScoringStrategy {
+	return &config.ScoringStrategy{
+		Type:      config.LeastAllocated,
+		Resources: []config.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}},
 	}
 }
 
@@ -93,6 +101,12 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
         memory: 4Gi
       defaultStepRequests:
         cpu: 500m
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - name: cpu
+          weight: 3
+        - name: nvidia.com/gpu
 `),
 			wantArgs: &config.WorkflowReservationArgs{
 				RunnerSelector: &metav1.LabelSelector{
@@ -107,6 +121,10 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
 				},
 				DefaultStepRequests: v1.ResourceList{
 					v1.ResourceCPU: resource.MustParse("500m"),
+				},
+				ScoringStrategy: &config.ScoringStrategy{
+					Type:      config.MostAllocated,
+					Resources: []config.ResourceSpec{{Name: "cpu", Weight: 3}, {Name: "nvidia.com/gpu", Weight: 1}},
 				},
 			},
 		},
@@ -273,6 +291,13 @@ func TestManifest(t *testing.T) {
 	wantArgs.DefaultStepRequests = v1.ResourceList{
 		v1.ResourceCPU:    resource.MustParse("500m"),
 		v1.ResourceMemory: resource.MustParse("1Gi"),
+	}
+	var scoreDisabled []string
+	for _, p := range cfg.Profiles[0].Plugins.Score.Disabled {
+		scoreDisabled = append(scoreDisabled, p.Name)
+	}
+	if diff := cmp.Diff([]string{"NodeResourcesFit"}, scoreDisabled); diff != "" {
+		t.Errorf("score plugins disabled (-want,+got):\n%s", diff)
 	}
 	gotArgs := workflowReservationArgs(t, cfg)
 	if diff := cmp.Diff(wantArgs, gotArgs); diff != "" {

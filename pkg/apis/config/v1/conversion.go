@@ -27,6 +27,13 @@ func Convert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in *Wo
 	out.RunnerPodLabel = ptr.Deref(in.RunnerPodLabel, "")
 	out.DefaultWorkflowRequests = in.DefaultWorkflowRequests
 	out.DefaultStepRequests = in.DefaultStepRequests
+	out.ScoringStrategy = nil
+	if in.ScoringStrategy != nil {
+		out.ScoringStrategy = &config.ScoringStrategy{Type: config.ScoringStrategyType(in.ScoringStrategy.Type)}
+		for _, r := range in.ScoringStrategy.Resources {
+			out.ScoringStrategy.Resources = append(out.ScoringStrategy.Resources, config.ResourceSpec{Name: r.Name, Weight: r.Weight})
+		}
+	}
 	return nil
 }
 
@@ -38,5 +45,12 @@ func Convert_config_WorkflowReservationArgs_To_v1_WorkflowReservationArgs(in *co
 	out.RunnerPodLabel = ptr.To(in.RunnerPodLabel)
 	out.DefaultWorkflowRequests = in.DefaultWorkflowRequests
 	out.DefaultStepRequests = in.DefaultStepRequests
+	out.ScoringStrategy = nil
+	if in.ScoringStrategy != nil {
+		out.ScoringStrategy = &ScoringStrategy{Type: ScoringStrategyType(in.ScoringStrategy.Type)}
+		for _, r := range in.ScoringStrategy.Resources {
+			out.ScoringStrategy.Resources = append(out.ScoringStrategy.Resources, ResourceSpec{Name: r.Name, Weight: r.Weight})
+		}
+	}
 	return nil
 }

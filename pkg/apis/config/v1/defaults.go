@@ -35,4 +35,18 @@ func SetDefaults_WorkflowReservationArgs(obj *WorkflowReservationArgs) {
 	if obj.RunnerPodLabel == nil {
 		obj.RunnerPodLabel = ptr.To(DefaultRunnerPodLabel)
 	}
+	if obj.ScoringStrategy == nil {
+		obj.ScoringStrategy = &ScoringStrategy{}
+	}
+	if obj.ScoringStrategy.Type == "" {
+		obj.ScoringStrategy.Type = LeastAllocated
+	}
+	if len(obj.ScoringStrategy.Resources) == 0 {
+		obj.ScoringStrategy.Resources = []ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}}
+	}
+	for i := range obj.ScoringStrategy.Resources {
+		if obj.ScoringStrategy.Resources[i].Weight == 0 {
+			obj.ScoringStrategy.Resources[i].Weight = 1
+		}
+	}
 }

@@ -37,7 +37,8 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				RunnerSelector: &metav1.LabelSelector{
 					MatchLabels: map[string]string{"actions-ephemeral-runner": "True"},
 				},
-				RunnerPodLabel: ptr.To("runner-pod"),
+				RunnerPodLabel:  ptr.To("runner-pod"),
+				ScoringStrategy: defaultScoring(),
 			},
 		},
 		"set fields are kept": {
@@ -50,6 +51,7 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				RunnerSelector:          customSelector,
 				RunnerPodLabel:          ptr.To(""),
 				DefaultWorkflowRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+				ScoringStrategy:         defaultScoring(),
 			},
 		},
 	}
@@ -117,5 +119,12 @@ func TestConvertWorkflowReservationArgs(t *testing.T) {
 				t.Errorf("round trip changed args (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func defaultScoring() *ScoringStrategy {
+	return &ScoringStrategy{
+		Type:      LeastAllocated,
+		Resources: []ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}},
 	}
 }

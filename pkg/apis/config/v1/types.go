@@ -28,4 +28,35 @@ type WorkflowReservationArgs struct {
 	// pods.
 	// +optional
 	DefaultStepRequests corev1.ResourceList `json:"defaultStepRequests,omitempty"`
+	// ScoringStrategy ranks nodes by how full they are, counting room
+	// reserved for workflow pods as used. Defaults to LeastAllocated on cpu
+	// and memory, weight 1 each, like NodeResourcesFit.
+	// +optional
+	ScoringStrategy *ScoringStrategy `json:"scoringStrategy,omitempty"`
+}
+
+// ScoringStrategyType names a way to rank nodes by their allocation.
+type ScoringStrategyType string
+
+const (
+	// LeastAllocated prefers the emptiest node: spreads runners.
+	LeastAllocated ScoringStrategyType = "LeastAllocated"
+	// MostAllocated prefers the fullest node that fits: bin-packs runners.
+	MostAllocated ScoringStrategyType = "MostAllocated"
+)
+
+// ScoringStrategy configures the reservation-aware score.
+type ScoringStrategy struct {
+	// Type is LeastAllocated (default) or MostAllocated.
+	Type ScoringStrategyType `json:"type,omitempty"`
+	// Resources weighs each resource in the score. Default: cpu and memory,
+	// weight 1 each.
+	// +optional
+	Resources []ResourceSpec `json:"resources,omitempty"`
+}
+
+// ResourceSpec is a resource and its weight in the score.
+type ResourceSpec struct {
+	Name   string `json:"name"`
+	Weight int64  `json:"weight,omitempty"`
 }

@@ -45,6 +45,7 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 
 	allErrs = append(allErrs, validateRequests(args.DefaultWorkflowRequests, path.Child("defaultWorkflowRequests"))...)
 	allErrs = append(allErrs, validateRequests(args.DefaultStepRequests, path.Child("defaultStepRequests"))...)
+	allErrs = append(allErrs, validateScoringStrategy(args.ScoringStrategy, path.Child("scoringStrategy"))...)
 	return allErrs.ToAggregate()
 }
 
@@ -85,6 +86,36 @@ func validateResourceName(name v1.ResourceName, path *field.Path) field.ErrorLis
 		}
 	} else if !v1helper.IsNativeResource(name) && !v1helper.IsExtendedResourceName(name) {
 		allErrs = append(allErrs, field.Invalid(path, name, "doesn't follow extended resource name standard"))
+	}
+	return allErrs
+}
+
+// validateScoringStrategy checks the type and that every resource is named
+// once with a weight from 1 to 100.
+func validateScoringStrategy(s *config.ScoringStrategy, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if s == nil {
+		return allErrs // the plugin's default applies
+	}
+	switch s.Type {
+	case config.LeastAllocated, config.MostAllocated:
+	default:
+		allErrs = append(allErrs, field.NotSupported(path.Child("type"), s.Type, []string{string(config.LeastAllocated), string(config.MostAllocated)}))
+	}
+	if len(s.Resources) == 0 {
+		allErrs = append(allErrs, field.Required(path.Child("resources"), "at least one resource"))
+	}
+	seen := map[string]bool{}
+	for i, r := range s.Resources {
+		p := path.Child("resources").Index(i)
+		allErrs = append(allErrs, validateResourceName(v1.ResourceName(r.Name), p.Child("name"))...)
+		if seen[r.Name] {
+			allErrs = append(allErrs, field.Duplicate(p.Child("name"), r.Name))
+		}
+		seen[r.Name] = true
+		if r.Weight < 1 || r.Weight > 100 {
+			allErrs = append(allErrs, field.Invalid(p.Child("weight"), r.Weight, "must be from 1 to 100"))
+		}
 	}
 	return allErrs
 }

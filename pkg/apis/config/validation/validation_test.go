@@ -124,6 +124,30 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 				field.Invalid(field.NewPath("args", "defaultWorkflowRequests").Key("requests.a/b"), v1.ResourceName("requests.a/b"), ""),
 			},
 		},
+		"bad scoring strategy": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.ScoringStrategy = &config.ScoringStrategy{
+					Type: "Spread",
+					Resources: []config.ResourceSpec{
+						{Name: "cpu", Weight: 1},
+						{Name: "cpu", Weight: 101},
+					},
+				}
+			},
+			wantErrs: field.ErrorList{
+				field.NotSupported[string](field.NewPath("args", "scoringStrategy", "type"), config.ScoringStrategyType("Spread"), nil),
+				field.Duplicate(field.NewPath("args", "scoringStrategy", "resources").Index(1).Child("name"), "cpu"),
+				field.Invalid(field.NewPath("args", "scoringStrategy", "resources").Index(1).Child("weight"), int64(101), ""),
+			},
+		},
+		"scoring strategy without resources": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.ScoringStrategy = &config.ScoringStrategy{Type: config.MostAllocated}
+			},
+			wantErrs: field.ErrorList{
+				field.Required(field.NewPath("args", "scoringStrategy", "resources"), ""),
+			},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,78 @@
+// Package metrics holds the WorkflowReservation plugin's metrics. They are
+// registered into the legacy registry, which kube-scheduler serves on /metrics.
+package metrics
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Subsystem prefixes every metric: scheduler_workflow_reservation_*.
+const Subsystem = "scheduler_workflow_reservation"
+
+// Release reasons.
+const (
+	ReleaseRunnerFinished = "runner_finished"
+	ReleaseRunnerDeleted  = "runner_deleted"
+	ReleaseNodeDeleted    = "node_deleted"
+	ReleaseUnreserved     = "unreserved"
+)
+
+var (
+	// Reservations counts reservations by phase: "held" (waiting for the
+	// workflow pod), "claimed" (the workflow pod took it), "finished" (the
+	// workflow pod is gone, the runner not yet).
+	Reservations = metrics.NewGaugeVec(
+		&metrics.GaugeOpts{
+			Subsystem:      Subsystem,
+			Name:           "reservations",
+			Help:           "Number of workflow reservations by phase.",
+			StabilityLevel: metrics.ALPHA,
+		},
+		[]string{"profile", "phase"},
+	)
+	// ReservedResources is the room held for workflow pods that have not
+	// arrived yet, in the resource's base unit (cores for cpu, bytes).
+	ReservedResources = metrics.NewGaugeVec(
+		&metrics.GaugeOpts{
+			Subsystem:      Subsystem,
+			Name:           "reserved_resources",
+			Help:           "Resources held for workflow pods not yet arrived, in base units (cpu in cores, memory in bytes).",
+			StabilityLevel: metrics.ALPHA,
+		},
+		[]string{"profile", "resource"},
+	)
+	// ClaimDuration is the time from taking a reservation to its workflow
+	// pod claiming it.
+	ClaimDuration = metrics.NewHistogramVec(
+		&metrics.HistogramOpts{
+			Subsystem:      Subsystem,
+			Name:           "claim_duration_seconds",
+			Help:           "Time from reserving room for a workflow pod to the pod claiming it.",
+			Buckets:        metrics.ExponentialBuckets(0.5, 2, 14),
+			StabilityLevel: metrics.ALPHA,
+		},
+		[]string{"profile"},
+	)
+	// Releases counts reservations dropped before or after their claim, by reason.
+	Releases = metrics.NewCounterVec(
+		&metrics.CounterOpts{
+			Subsystem:      Subsystem,
+			Name:           "releases_total",
+			Help:           "Number of workflow reservations released, by reason and whether they had been claimed.",
+			StabilityLevel: metrics.ALPHA,
+		},
+		[]string{"profile", "reason", "claimed"},
+	)
+
+	registerOnce sync.Once
+)
+
+// Register registers the metrics once per process.
+func Register() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(Reservations, ReservedResources, ClaimDuration, Releases)
+	})
+}

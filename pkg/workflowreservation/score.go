@@ -1,0 +1,110 @@
+package workflowreservation
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+)
+
+const preScoreStateKey = "PreScore" + Name
+
+var (
+	_ fwk.PreScorePlugin = &WorkflowReservation{}
+	_ fwk.ScorePlugin    = &WorkflowReservation{}
+)
+
+// defaultScoring is used when the args carry no strategy (args built in
+// code; decoded args are defaulted to the same).
+var defaultScoring = config.ScoringStrategy{
+	Type:      config.LeastAllocated,
+	Resources: []config.ResourceSpec{{Name: string(v1.ResourceCPU), Weight: 1}, {Name: string(v1.ResourceMemory), Weight: 1}},
+}
+
+// scoreState is what Score needs of the pod.
+type scoreState struct {
+	*preFilterState
+	// need is what the pod brings to a node: its request, plus its
+	// workflow pod's for a runner.
+	need amount
+}
+
+func (s *scoreState) Clone() fwk.StateData { return s }
+
+// PreScore prepares Score; for a pod PreFilter skipped (no reservations
+// anywhere) it only needs the pod's request.
+func (pl *WorkflowReservation) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		s = &preFilterState{request: podAmount(pod)}
+	}
+	need := s.request
+	if s.kind == kindRunner {
+		need = need.add(s.workflow)
+	}
+	cs.Write(preScoreStateKey, &scoreState{preFilterState: s, need: need})
+	return nil
+}
+
+// Score ranks nodes by allocation with reserved room counted as used, the
+// way NodeResourcesFit ranks them without reservations: LeastAllocated
+// spreads, MostAllocated bin-packs. A runner is scored with its workflow
+// pod. A workflow pod that is not pinned to a node prefers its runner's.
+func (pl *WorkflowReservation) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	c, err := cs.Read(preScoreStateKey)
+	if err != nil {
+		return 0, fwk.AsStatus(fmt.Errorf("reading %q from cycleState: %w", preScoreStateKey, err))
+	}
+	s := c.(*scoreState)
+	if s.kind == kindWorkflow && nodeInfo.Node().Name == s.own.node {
+		return fwk.MaxNodeScore, nil
+	}
+	used := s.need.add(pl.held(s.preFilterState, nodeInfo))
+	alloc, requested := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
+
+	var total, weights int64
+	for _, r := range pl.scoring.Resources {
+		var capacity, inUse int64
+		switch name := v1.ResourceName(r.Name); name {
+		case v1.ResourceCPU:
+			capacity, inUse = alloc.GetMilliCPU(), requested.GetMilliCPU()+used.MilliCPU
+		case v1.ResourceMemory:
+			capacity, inUse = alloc.GetMemory(), requested.GetMemory()+used.Memory
+		case v1.ResourceEphemeralStorage:
+			capacity, inUse = alloc.GetEphemeralStorage(), requested.GetEphemeralStorage()+used.EphemeralStorage
+		default:
+			capacity, inUse = alloc.GetScalarResources()[name], requested.GetScalarResources()[name]+used.Scalar[name]
+		}
+		if capacity == 0 {
+			continue // the node does not offer it: it does not rank nodes
+		}
+		inUse = min(max(inUse, 0), capacity)
+		score := inUse * fwk.MaxNodeScore / capacity
+		if pl.scoring.Type == config.LeastAllocated {
+			score = fwk.MaxNodeScore - score
+		}
+		total += score * r.Weight
+		weights += r.Weight
+	}
+	if weights == 0 {
+		return 0, nil
+	}
+	return total / weights, nil
+}
+
+// ScoreExtensions returns nil: scores are already in [0, MaxNodeScore].
+func (pl *WorkflowReservation) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// pinned reports whether the pod is tied to a node by its own spec: the
+// hooks' kube-scheduler mode pins the workflow pod with a required
+// hostname affinity; the novolume hook leaves it free.
+func pinned(pod *v1.Pod) bool {
+	if _, ok := pod.Spec.NodeSelector[v1.LabelHostname]; ok {
+		return true
+	}
+	a := pod.Spec.Affinity
+	return a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil
+}

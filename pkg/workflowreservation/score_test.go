@@ -1,0 +1,105 @@
+package workflowreservation
+
+import (
+	"context"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+)
+
+func TestScore(t *testing.T) {
+	cpuOnly := []config.ResourceSpec{{Name: "cpu", Weight: 1}}
+	tenUnits := st.MakeNode().Name("n1").Capacity(units("10")).Obj()
+	runner1 := runnerPod("r1").Req(units("2")).Node("n1").Obj()
+	tests := map[string]struct {
+		strategy     config.ScoringStrategyType
+		pod          *v1.Pod
+		nodePods     []*v1.Pod
+		reservations []*reservation
+		want         int64
+	}{
+		"least allocated: reserved room counts as used": {
+			strategy:     config.LeastAllocated,
+			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
+			nodePods:     []*v1.Pod{runner1},
+			reservations: []*reservation{oneUnitReservation("r1")},
+			want:         60, // 10 - 2 - 1 reserved - 1 = 6 free of 10
+		},
+		"most allocated: reserved room counts as used": {
+			strategy:     config.MostAllocated,
+			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
+			nodePods:     []*v1.Pod{runner1},
+			reservations: []*reservation{oneUnitReservation("r1")},
+			want:         40,
+		},
+		"most allocated: a claimed reservation is counted once": {
+			strategy: config.MostAllocated,
+			pod:      st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
+			nodePods: []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
+			reservations: []*reservation{func() *reservation {
+				r := oneUnitReservation("r1")
+				r.claimedBy = "r1-workflow"
+				return r
+			}()},
+			want: 40,
+		},
+		"a runner is scored with its workflow pod": {
+			strategy: config.MostAllocated,
+			pod:      runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=3").Req(units("1")).Obj(),
+			want:     40,
+		},
+		"an unpinned workflow pod prefers its runner's node": {
+			strategy:     config.LeastAllocated,
+			pod:          workflowPod("r1").Req(units("9")).Obj(),
+			nodePods:     []*v1.Pod{runner1},
+			reservations: []*reservation{oneUnitReservation("r1")},
+			want:         fwk.MaxNodeScore,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			args := defaultArgs()
+			args.ScoringStrategy = &config.ScoringStrategy{Type: tc.strategy, Resources: cpuOnly}
+			pl, _ := newTestPlugin(t, args, false)
+			for _, r := range tc.reservations {
+				pl.store.put(r)
+			}
+			cs := framework.NewCycleState()
+			if _, status := pl.PreFilter(ctx, cs, tc.pod, nil); !status.IsSuccess() && !status.IsSkip() {
+				t.Fatalf("PreFilter: %v", status)
+			}
+			if status := pl.PreScore(ctx, cs, tc.pod, nil); !status.IsSuccess() {
+				t.Fatalf("PreScore: %v", status)
+			}
+			got, status := pl.Score(ctx, cs, tc.pod, nodeInfo(tenUnits, tc.nodePods...))
+			if !status.IsSuccess() {
+				t.Fatalf("Score: %v", status)
+			}
+			if got != tc.want {
+				t.Errorf("Score = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestScoreRanksLikeNodeResourcesFitWithoutReservations(t *testing.T) {
+	ctx := context.Background()
+	pl, _ := newTestPlugin(t, defaultArgs(), false) // LeastAllocated on cpu and memory
+	pod := st.MakePod().Namespace("arc").Name("p").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourceMemory: "1Gi"}).Obj()
+	node := st.MakeNode().Name("n1").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "4", v1.ResourceMemory: "4Gi"}).Obj()
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, pod, nil); !status.IsSkip() {
+		t.Fatalf("PreFilter = %v, want Skip with no reservations", status)
+	}
+	pl.PreScore(ctx, cs, pod, nil)
+	got, _ := pl.Score(ctx, cs, pod, nodeInfo(node))
+	if got != 75 {
+		t.Errorf("Score = %d, want 75 (3 of 4 cpu and memory free)", got)
+	}
+}
