@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -32,6 +33,7 @@ func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool
 	if err != nil {
 		return nil, fmt.Errorf("registering node handler: %w", err)
 	}
+	pl.pods = informers.Core().V1().Pods().Lister()
 	// Make sure the ConfigMap informer exists before the factory starts.
 	informers.Core().V1().ConfigMaps().Informer()
 	return func() bool { return podReg.HasSynced() && nodeReg.HasSynced() }, nil
@@ -77,6 +79,18 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	pl.store.put(r)
 	pl.recordMetrics()
 	logger.V(2).Info("Rebuilt reservation from runner pod", "runner", klog.KObj(pod), "node", r.node, "size", r.size.String())
+	// Informers deliver existing pods in any order: the workflow pod may
+	// have been seen before its runner.
+	workflows, err := pl.pods.Pods(pod.Namespace).List(labels.SelectorFromSet(labels.Set{pl.runnerPodLabel: pod.Name}))
+	if err != nil {
+		logger.Error(err, "Listing workflow pods of a runner", "runner", klog.KObj(pod))
+		return
+	}
+	for _, wf := range workflows {
+		if wf.Spec.NodeName != "" && !isTerminal(wf) {
+			pl.observeWorkflow(logger, wf, key)
+		}
+	}
 }
 
 // observeWorkflow marks the runner's reservation claimed by a bound workflow

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -45,6 +46,22 @@ func TestRebuildFromRunnerPods(t *testing.T) {
 	}
 	if !warned {
 		t.Error("no Warning event for the unreadable reservation of r2")
+	}
+}
+
+func TestRebuildSeesWorkflowPodFirst(t *testing.T) {
+	// The informer may deliver the workflow pod before its runner; the
+	// rebuilt reservation must still be claimed.
+	wf := workflowPod("r1").Node("n1").Obj()
+	runner := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recorded).Obj()
+	for name, objs := range map[string][]runtime.Object{"workflow first": {wf, runner}, "runner first": {runner, wf}} {
+		t.Run(name, func(t *testing.T) {
+			pl, _ := newTestPlugin(t, defaultArgs(), true, objs...)
+			eventually(t, "the rebuilt reservation is claimed", func() bool {
+				r, ok := pl.store.get(key("r1"))
+				return ok && r.claimedBy == wf.UID
+			})
+		})
 	}
 }
 

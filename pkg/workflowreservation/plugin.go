@@ -62,6 +62,7 @@ type WorkflowReservation struct {
 	runnerPodLabel string
 	sizer          *sizer
 	store          *store
+	pods           corelisters.PodLister
 	waiting        waitingPods
 	profile        string
 	scoring        config.ScoringStrategy
