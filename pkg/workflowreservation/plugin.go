@@ -236,18 +236,18 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 	held := pl.held(s, nodeInfo)
 	switch s.kind {
 	case kindRunner:
-		if missing := shortfall(s.request.add(s.workflow), held, nodeInfo); len(missing) > 0 {
+		if !fits(s.request.add(s.workflow), held, nodeInfo) {
 			return fwk.NewStatus(fwk.Unschedulable, ErrReasonPairDoesNotFit)
 		}
 	case kindWorkflow:
-		if missing := shortfall(s.request, held, nodeInfo); len(missing) > 0 {
+		if !fits(s.request, held, nodeInfo) {
 			return fwk.NewStatus(fwk.Unschedulable, ErrReasonWorkflowDoesNotFit)
 		}
 	default:
 		if held.isZero() {
 			return nil
 		}
-		if missing := shortfall(s.request, held, nodeInfo); len(missing) > 0 {
+		if !fits(s.request, held, nodeInfo) {
 			return fwk.NewStatus(fwk.Unschedulable, ErrReasonRoomReserved)
 		}
 	}

@@ -130,6 +130,7 @@ func TestFilter(t *testing.T) {
 	runner1 := runnerPod("r1").Req(units("1")).Node("n1").Obj()
 	tests := map[string]struct {
 		pod          *v1.Pod
+		node         *v1.Node
 		nodePods     []*v1.Pod
 		reservations []*reservation
 		wantReason   string
@@ -164,6 +165,17 @@ func TestFilter(t *testing.T) {
 				return pods
 			}(),
 			wantReason: ErrReasonPairDoesNotFit,
+		},
+		"runner: an extended resource reserved by another runner is not free": {
+			pod:  runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "nvidia.com/gpu=1").Obj(),
+			node: st.MakeNode().Name("n1").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "3", "nvidia.com/gpu": "1"}).Obj(),
+			reservations: []*reservation{{runner: key("r1"), runnerUID: "r1", node: "n1",
+				size: amount{Pods: 1, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 1}}}},
+			wantReason: ErrReasonPairDoesNotFit,
+		},
+		"runner: an extended resource fits": {
+			pod:  runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "nvidia.com/gpu=1").Obj(),
+			node: st.MakeNode().Name("n1").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "3", "nvidia.com/gpu": "1"}).Obj(),
 		},
 		"other pod: reserved room is not free": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("2")).Obj(),
@@ -209,7 +221,11 @@ func TestFilter(t *testing.T) {
 			if _, status := pl.PreFilter(context.Background(), cs, tc.pod, nil); !status.IsSuccess() {
 				t.Fatalf("PreFilter: %v", status)
 			}
-			status := pl.Filter(context.Background(), cs, tc.pod, nodeInfo(threeUnits, tc.nodePods...))
+			node := threeUnits
+			if tc.node != nil {
+				node = tc.node
+			}
+			status := pl.Filter(context.Background(), cs, tc.pod, nodeInfo(node, tc.nodePods...))
 			if tc.wantReason == "" {
 				if !status.IsSuccess() {
 					t.Fatalf("Filter = %v, want success", status)

@@ -137,35 +137,23 @@ func formatResourceList(rl v1.ResourceList) string {
 	return strings.Join(parts, ",")
 }
 
-// shortfall returns the resources of need that do not fit into the node's
-// free room once reserved is also taken away, as "resource: missing" strings.
-// An empty result means need fits.
-func shortfall(need, reserved amount, nodeInfo fwk.NodeInfo) []string {
-	alloc := nodeInfo.GetAllocatable()
-	used := nodeInfo.GetRequested()
-	var out []string
-	check := func(name v1.ResourceName, want, allocatable, requested, held int64) {
-		if want <= 0 {
-			return
-		}
-		if free := allocatable - requested - held; want > free {
-			out = append(out, string(name))
+// fits reports whether need fits into the node's free room once reserved
+// is also taken away, for every resource need asks for, pods included.
+func fits(need, reserved amount, nodeInfo fwk.NodeInfo) bool {
+	alloc, used := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
+	fit := func(want, allocatable, requested, held int64) bool {
+		return want <= 0 || want <= allocatable-requested-held
+	}
+	if !fit(need.Pods, int64(alloc.GetAllowedPodNumber()), int64(len(nodeInfo.GetPods())), reserved.Pods) ||
+		!fit(need.MilliCPU, alloc.GetMilliCPU(), used.GetMilliCPU(), reserved.MilliCPU) ||
+		!fit(need.Memory, alloc.GetMemory(), used.GetMemory(), reserved.Memory) ||
+		!fit(need.EphemeralStorage, alloc.GetEphemeralStorage(), used.GetEphemeralStorage(), reserved.EphemeralStorage) {
+		return false
+	}
+	for name, want := range need.Scalar {
+		if !fit(want, alloc.GetScalarResources()[name], used.GetScalarResources()[name], reserved.Scalar[name]) {
+			return false
 		}
 	}
-	check(v1.ResourcePods, need.Pods, int64(alloc.GetAllowedPodNumber()), int64(len(nodeInfo.GetPods())), reserved.Pods)
-	check(v1.ResourceCPU, need.MilliCPU, alloc.GetMilliCPU(), used.GetMilliCPU(), reserved.MilliCPU)
-	check(v1.ResourceMemory, need.Memory, alloc.GetMemory(), used.GetMemory(), reserved.Memory)
-	check(v1.ResourceEphemeralStorage, need.EphemeralStorage, alloc.GetEphemeralStorage(), used.GetEphemeralStorage(), reserved.EphemeralStorage)
-	if len(need.Scalar) > 0 {
-		names := make([]string, 0, len(need.Scalar))
-		for n := range need.Scalar {
-			names = append(names, string(n))
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			rn := v1.ResourceName(n)
-			check(rn, need.Scalar[rn], alloc.GetScalarResources()[rn], used.GetScalarResources()[rn], reserved.Scalar[rn])
-		}
-	}
-	return out
+	return true
 }
