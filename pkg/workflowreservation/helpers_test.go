@@ -24,7 +24,7 @@ import (
 // other method panics through the nil embedded interface.
 type fakeHandle struct {
 	fwk.Handle
-	client    clientset.Interface
+	client    *fake.Clientset
 	informers informers.SharedInformerFactory
 	recorder  *events.FakeRecorder
 
@@ -36,6 +36,7 @@ func (h *fakeHandle) ClientSet() clientset.Interface                         { r
 func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
 func (h *fakeHandle) EventRecorder() events.EventRecorder                    { return h.recorder }
 func (h *fakeHandle) ProfileName() string                                    { return "test" }
+func (h *fakeHandle) APICacher() fwk.APICacher                               { return nil }
 
 // Activate records the pods the plugin asked to requeue.
 func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*v1.Pod) {

@@ -8,23 +8,11 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
-// recordMetrics sets the reservation gauges from the store.
+// recordMetrics sets the reservation gauges from the store's tally.
 func (pl *WorkflowReservation) recordMetrics() {
-	counts := map[string]float64{"held": 0, "claimed": 0, "finished": 0}
-	var held amount
-	for _, r := range pl.store.list() {
-		switch {
-		case r.done:
-			counts["finished"]++
-		case r.claimedBy != "":
-			counts["claimed"]++
-		default:
-			counts["held"]++
-			held = held.add(r.size)
-		}
-	}
-	for phase, n := range counts {
-		metrics.Reservations.WithLabelValues(pl.profile, phase).Set(n)
+	byPhase, held := pl.store.counts()
+	for phase, n := range byPhase {
+		metrics.Reservations.WithLabelValues(pl.profile, phase).Set(float64(n))
 	}
 	metrics.ReservedResources.WithLabelValues(pl.profile, string(v1.ResourceCPU)).Set(float64(held.MilliCPU) / 1000)
 	metrics.ReservedResources.WithLabelValues(pl.profile, string(v1.ResourceMemory)).Set(float64(held.Memory))

@@ -50,7 +50,6 @@ var (
 	_ fwk.FilterPlugin      = &WorkflowReservation{}
 	_ fwk.PostFilterPlugin  = &WorkflowReservation{}
 	_ fwk.ReservePlugin     = &WorkflowReservation{}
-	_ fwk.PreBindPlugin     = &WorkflowReservation{}
 	_ fwk.PostBindPlugin    = &WorkflowReservation{}
 	_ fwk.EnqueueExtensions = &WorkflowReservation{}
 )
@@ -137,8 +136,6 @@ type preFilterState struct {
 	// workflow: the runner whose reservation the pod claims.
 	runner types.NamespacedName
 	own    reservation
-	// reserved holds the reservations per node as of PreFilter.
-	reserved map[string][]reservation
 }
 
 // Clone shares the state: it is not changed after PreFilter.
@@ -173,9 +170,8 @@ func (pl *WorkflowReservation) runnerOf(pod *v1.Pod) (types.NamespacedName, bool
 	return types.NamespacedName{Namespace: pod.Namespace, Name: name}, true
 }
 
-// PreFilter classifies the pod, sizes a runner's workflow pod, narrows a
-// pinned workflow pod to its reservation's node and snapshots the
-// reservations.
+// PreFilter classifies the pod, sizes a runner's workflow pod and narrows a
+// pinned workflow pod to its reservation's node.
 func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	if !pl.synced() {
@@ -217,7 +213,6 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	s.request = podAmount(pod)
-	s.reserved = pl.store.snapshot()
 	cs.Write(preFilterStateKey, s)
 	return result, nil
 }
@@ -255,13 +250,14 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 }
 
 // held sums the reservations that still keep room free on the node, leaving
-// out the pod's own. A reservation whose workflow pod is already in the
+// out the pod's own. It reads the store, not a per-cycle copy: during a
+// cycle only informer handlers change it, and they only free room. A reservation whose workflow pod is already in the
 // node's accounting (assumed by this scheduler or bound with nodeName) holds
 // nothing more: the pod's request replaced it, with neither a gap nor a
 // double count, whichever informer handler ran first.
 func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) amount {
 	var held amount
-	list := s.reserved[nodeInfo.Node().Name]
+	list := pl.store.onNode(nodeInfo.Node().Name)
 	if len(list) == 0 {
 		return held
 	}
@@ -358,35 +354,6 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 	pl.recordMetrics()
 }
 
-// PreBindPreFlight tells the framework whether PreBind has work to do.
-func (pl *WorkflowReservation) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *v1.Pod, _ string) *fwk.Status {
-	if s, err := getPreFilterState(cs); err == nil && s.kind == kindRunner {
-		return nil
-	}
-	return fwk.NewStatus(fwk.Skip)
-}
-
-// PreBind records the reservation on the runner pod before it is bound, so
-// a bound runner always carries its reservation in the API.
-func (pl *WorkflowReservation) PreBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
-	s, err := getPreFilterState(cs)
-	if err != nil || s.kind != kindRunner {
-		return nil
-	}
-	r, ok := pl.store.get(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
-	if !ok || r.runnerUID != pod.UID || r.node != nodeName {
-		return fwk.AsStatus(fmt.Errorf("reservation of runner %s on node %s is gone", klog.KObj(pod), nodeName))
-	}
-	patch, err := reservationPatch(&r)
-	if err != nil {
-		return fwk.AsStatus(err)
-	}
-	if _, err := pl.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fwk.AsStatus(fmt.Errorf("recording reservation on runner %s: %w", klog.KObj(pod), err))
-	}
-	return nil
-}
-
 // PostBind reports the reservation taken or claimed.
 func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
 	s, err := getPreFilterState(cs)
@@ -396,6 +363,7 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 	logger := klog.FromContext(ctx)
 	switch s.kind {
 	case kindRunner:
+		pl.recordAfterBind(ctx, cs, pod, nodeName)
 		logger.V(2).Info("Reserved room for the workflow pod", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String(), "source", s.source)
 		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonReserved, "Reserve",
 			"Reserved %s on node %s for the workflow pod (size from %s)", s.workflow, nodeName, s.source)

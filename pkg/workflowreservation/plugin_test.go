@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	clienttesting "k8s.io/client-go/testing"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -320,41 +321,74 @@ func TestReserveUnreserve(t *testing.T) {
 	}
 }
 
-func TestPreBindRecordsReservation(t *testing.T) {
+func TestBindRecordsReservation(t *testing.T) {
 	ctx := context.Background()
 	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1,memory=1Gi").Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), false, runner)
 	cs := framework.NewCycleState()
 	pl.PreFilter(ctx, cs, runner, nil)
-	if status := pl.PreBindPreFlight(ctx, cs, runner, "n1"); !status.IsSuccess() {
-		t.Fatalf("PreBindPreFlight = %v, want success for a runner", status)
-	}
-	if status := pl.PreBind(ctx, cs, runner, "n1"); status.IsSuccess() {
-		t.Fatal("PreBind succeeded without a reservation taken at Reserve")
+	if status := pl.Bind(ctx, cs, runner, "n1"); status.IsSuccess() || status.IsSkip() {
+		t.Fatalf("Bind = %v without a reservation taken at Reserve, want an error", status)
 	}
 	pl.Reserve(ctx, cs, runner, "n1")
-	if status := pl.PreBind(ctx, cs, runner, "n1"); !status.IsSuccess() {
-		t.Fatalf("PreBind: %v", status)
+	if status := pl.Bind(ctx, cs, runner, "n1"); !status.IsSuccess() {
+		t.Fatalf("Bind: %v", status)
 	}
-	got, err := h.client.CoreV1().Pods("arc").Get(ctx, "r1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	var binding *v1.Binding
+	for _, a := range h.client.Actions() {
+		if c, ok := a.(clienttesting.CreateAction); ok && a.GetSubresource() == "binding" {
+			binding = c.GetObject().(*v1.Binding)
+		}
 	}
+	if binding == nil {
+		t.Fatal("Bind made no binding request")
+	}
+	if binding.Target.Name != "n1" || binding.UID != runner.UID {
+		t.Errorf("binding = %+v, want the runner bound to n1", binding)
+	}
+	got := runner.DeepCopy()
+	got.Annotations = binding.Annotations
 	got.Spec.NodeName = "n1"
 	r, err := reservationFromPod(got)
 	if err != nil || r == nil {
-		t.Fatalf("reservationFromPod = %v, %v", r, err)
+		t.Fatalf("the binding carries no readable reservation: %v, %v", r, err)
 	}
 	if r.node != "n1" || r.size.String() != "cpu=1,memory=1Gi" || r.size.Pods != 1 || r.source != SourceAnnotation {
 		t.Errorf("recorded reservation = %+v, want cpu=1,memory=1Gi + 1 pod on n1 from annotation", r)
 	}
 
+	// Bound by this Bind: PostBind does not patch.
+	h.client.ClearActions()
+	pl.PostBind(ctx, cs, runner, "n1")
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "patch" {
+			t.Errorf("PostBind patched after this plugin's Bind: %v", a)
+		}
+	}
+
 	other := st.MakePod().Namespace("arc").Name("p").Obj()
-	pl.store.put(oneUnitReservation("rx"))
 	ocs := framework.NewCycleState()
 	pl.PreFilter(ctx, ocs, other, nil)
-	if status := pl.PreBindPreFlight(ctx, ocs, other, "n1"); status.Code() != fwk.Skip {
-		t.Errorf("PreBindPreFlight for a non-runner = %v, want Skip", status)
+	if status := pl.Bind(ctx, ocs, other, "n1"); !status.IsSkip() {
+		t.Errorf("Bind for a non-runner = %v, want Skip (DefaultBinder binds it)", status)
+	}
+}
+
+func TestPostBindRecordsWhenAnotherBinderBound(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj()
+	pl, h := newTestPlugin(t, defaultArgs(), false, runner)
+	cs := framework.NewCycleState()
+	pl.PreFilter(ctx, cs, runner, nil)
+	pl.Reserve(ctx, cs, runner, "n1")
+	pl.PostBind(ctx, cs, runner, "n1") // DefaultBinder bound it
+	got, err := h.client.CoreV1().Pods("arc").Get(ctx, "r1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Spec.NodeName = "n1"
+	if r, err := reservationFromPod(got); err != nil || r == nil || r.size.String() != "cpu=1" {
+		t.Errorf("reservation recorded by the fallback = %+v, %v; want cpu=1 on n1", r, err)
 	}
 }
 

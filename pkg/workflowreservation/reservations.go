@@ -28,11 +28,47 @@ type reservation struct {
 }
 
 // store is the plugin's record of reservations, fed by Reserve/Unreserve and
-// by informer events, and rebuilt from runner pods after a restart.
+// by informer events, and rebuilt from runner pods after a restart. It keeps
+// a tally by phase for the metrics, so that reading them costs nothing.
 type store struct {
 	mu     sync.RWMutex
 	byPod  map[types.NamespacedName]*reservation
 	byNode map[string]map[types.NamespacedName]*reservation
+	tally  tally
+}
+
+// Phases of a reservation, as the metrics name them.
+const (
+	phaseHeld     = "held"
+	phaseClaimed  = "claimed"
+	phaseFinished = "finished"
+)
+
+func (r *reservation) phase() string {
+	switch {
+	case r.done:
+		return phaseFinished
+	case r.claimedBy != "":
+		return phaseClaimed
+	default:
+		return phaseHeld
+	}
+}
+
+// tally counts reservations by phase and sums the room held unclaimed.
+type tally struct {
+	byPhase map[string]int
+	held    amount
+}
+
+func (t *tally) count(r *reservation, sign int64) {
+	if t.byPhase == nil {
+		t.byPhase = map[string]int{phaseHeld: 0, phaseClaimed: 0, phaseFinished: 0}
+	}
+	t.byPhase[r.phase()] += int(sign)
+	if r.phase() == phaseHeld {
+		t.held = t.held.add(r.size.scale(sign))
+	}
 }
 
 func newStore() *store {
@@ -52,6 +88,7 @@ func (s *store) put(r *reservation) {
 		s.byNode[r.node] = map[types.NamespacedName]*reservation{}
 	}
 	s.byNode[r.node][r.runner] = r
+	s.tally.count(r, 1)
 }
 
 // remove deletes the reservation of runner if it belongs to uid (any uid when
@@ -72,6 +109,7 @@ func (s *store) deleteLocked(runner types.NamespacedName) {
 	if r == nil {
 		return
 	}
+	s.tally.count(r, -1)
 	delete(s.byPod, runner)
 	if m := s.byNode[r.node]; m != nil {
 		delete(m, runner)
@@ -88,6 +126,7 @@ func (s *store) removeNode(node string) []*reservation {
 	var out []*reservation
 	for runner, r := range s.byNode[node] {
 		out = append(out, r)
+		s.tally.count(r, -1)
 		delete(s.byPod, runner)
 	}
 	delete(s.byNode, node)
@@ -114,7 +153,9 @@ func (s *store) update(runner types.NamespacedName, fn func(r *reservation)) boo
 	if r == nil {
 		return false
 	}
+	s.tally.count(r, -1)
 	fn(r)
+	s.tally.count(r, 1)
 	return true
 }
 
@@ -125,23 +166,32 @@ func (s *store) empty() bool {
 	return len(s.byPod) == 0
 }
 
-// snapshot copies the reservations per node, for one scheduling cycle.
-func (s *store) snapshot() map[string][]reservation {
+// onNode copies the reservations on node that may still hold room.
+func (s *store) onNode(node string) []reservation {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make(map[string][]reservation, len(s.byNode))
-	for node, m := range s.byNode {
-		list := make([]reservation, 0, len(m))
-		for _, r := range m {
-			if !r.done {
-				list = append(list, *r)
-			}
-		}
-		if len(list) > 0 {
-			out[node] = list
+	m := s.byNode[node]
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]reservation, 0, len(m))
+	for _, r := range m {
+		if !r.done {
+			out = append(out, *r)
 		}
 	}
 	return out
+}
+
+// counts returns the tally: reservations by phase and the room held unclaimed.
+func (s *store) counts() (map[string]int, amount) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	byPhase := map[string]int{phaseHeld: 0, phaseClaimed: 0, phaseFinished: 0}
+	for k, v := range s.tally.byPhase {
+		byPhase[k] = v
+	}
+	return byPhase, s.tally.held
 }
 
 // list returns copies of all reservations.

@@ -75,6 +75,18 @@ func (a amount) add(b amount) amount {
 	return out
 }
 
+// scale returns a multiplied by k.
+func (a amount) scale(k int64) amount {
+	out := amount{MilliCPU: a.MilliCPU * k, Memory: a.Memory * k, EphemeralStorage: a.EphemeralStorage * k, Pods: a.Pods * k}
+	if len(a.Scalar) > 0 {
+		out.Scalar = make(map[v1.ResourceName]int64, len(a.Scalar))
+		for n, v := range a.Scalar {
+			out.Scalar[n] = v * k
+		}
+	}
+	return out
+}
+
 // isZero reports whether no resource is requested.
 func (a amount) isZero() bool {
 	if a.MilliCPU != 0 || a.Memory != 0 || a.EphemeralStorage != 0 || a.Pods != 0 {

@@ -133,6 +133,9 @@ profiles:
     multiPoint:
       enabled:
       - name: %s
+    bind:
+      enabled:
+      - name: %s
     score:
       disabled:
       - name: NodeResourcesFit
@@ -141,7 +144,7 @@ profiles:
     args:
       scoringStrategy:
         type: %s
-`, SchedulerName, workflowreservation.Name, workflowreservation.Name, scoring)
+`, SchedulerName, workflowreservation.Name, workflowreservation.Name, workflowreservation.Name, scoring)
 	}
 	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration

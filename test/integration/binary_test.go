@@ -51,6 +51,15 @@ func TestBinaryWithShippedConfig(t *testing.T) {
 	if _, cpu, source := e.recordedReservation("r1"); cpu != "1500m" || source != string(workflowreservation.SourceAnnotation) {
 		t.Errorf("reservation = cpu %s from %s, want cpu 1500m from annotation", cpu, source)
 	}
+	// The shipped profile binds runners through WorkflowReservation, which
+	// records the reservation in the Binding itself. The apiserver tracks no
+	// managed fields for a binding, while the fallback (a patch after
+	// DefaultBinder bound the pod) would show up as tandem-scheduler's.
+	for _, mf := range e.get("r1").ManagedFields {
+		if strings.Contains(mf.FieldsV1.String(), workflowreservation.ReservationAnnotation) {
+			t.Errorf("the reservation was patched after the bind (%s %s), not recorded by the binding", mf.Manager, mf.Operation)
+		}
+	}
 	e.create("r2", podSpec{cpu: "1", runner: true})
 	e.bound("r2")
 	if _, cpu, source := e.recordedReservation("r2"); cpu != "1500m" || source != string(workflowreservation.SourceDefault) {

@@ -66,6 +66,9 @@ profiles:
     multiPoint:
       enabled:
       - name: WorkflowReservation
+    bind:
+      enabled:
+      - name: WorkflowReservation
 `
 	if args != "" {
 		cfg += "  pluginConfig:\n  - name: WorkflowReservation\n    args:\n" + args
