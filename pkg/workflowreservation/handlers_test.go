@@ -90,8 +90,8 @@ func TestReleaseAndClaim(t *testing.T) {
 		r, _ := pl.store.get(key("r1"))
 		return r.done
 	})
-	if got := pl.store.onNode("n1"); len(got) != 0 {
-		t.Errorf("a used-up reservation still holds room: %+v", got)
+	if got := pl.store.sumOn("n1", func(*reservation) bool { return true }); !got.isZero() {
+		t.Errorf("a used-up reservation still holds %s", got)
 	}
 	// The runner goes: the reservation is released.
 	if err := pods.Delete(ctx, "r1", metav1.DeleteOptions{}); err != nil {

@@ -256,25 +256,24 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 // nothing more: the pod's request replaced it, with neither a gap nor a
 // double count, whichever informer handler ran first.
 func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) amount {
-	var held amount
-	list := pl.store.onNode(nodeInfo.Node().Name)
-	if len(list) == 0 {
-		return held
-	}
-	arrived := sets.New[types.NamespacedName]()
+	return pl.store.sumOn(nodeInfo.Node().Name, func(r *reservation) bool {
+		if s.kind == kindWorkflow && r.runner == s.own.runner {
+			return false
+		}
+		return !pl.arrived(r, nodeInfo)
+	})
+}
+
+// arrived reports whether the reservation's workflow pod is in the node's
+// accounting.
+func (pl *WorkflowReservation) arrived(r *reservation, nodeInfo fwk.NodeInfo) bool {
 	for _, pi := range nodeInfo.GetPods() {
-		if runner, ok := pl.runnerOf(pi.GetPod()); ok {
-			arrived.Insert(runner)
+		p := pi.GetPod()
+		if p.Namespace == r.runner.Namespace && p.Labels[pl.runnerPodLabel] == r.runner.Name {
+			return true
 		}
 	}
-	for i := range list {
-		r := &list[i]
-		if (s.kind == kindWorkflow && r.runner == s.own.runner) || arrived.Has(r.runner) {
-			continue
-		}
-		held = held.add(r.size)
-	}
-	return held
+	return false
 }
 
 // PostFilter does not preempt; it explains a runner or workflow pod that

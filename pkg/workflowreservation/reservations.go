@@ -166,21 +166,19 @@ func (s *store) empty() bool {
 	return len(s.byPod) == 0
 }
 
-// onNode copies the reservations on node that may still hold room.
-func (s *store) onNode(node string) []reservation {
+// sumOn adds up the reservations on node that are not used up and for
+// which count is true. It runs on every Filter and Score call: it copies
+// nothing and allocates nothing for cpu, memory and pods.
+func (s *store) sumOn(node string, count func(*reservation) bool) amount {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m := s.byNode[node]
-	if len(m) == 0 {
-		return nil
-	}
-	out := make([]reservation, 0, len(m))
-	for _, r := range m {
-		if !r.done {
-			out = append(out, *r)
+	var sum amount
+	for _, r := range s.byNode[node] {
+		if !r.done && count(r) {
+			sum = sum.add(r.size)
 		}
 	}
-	return out
+	return sum
 }
 
 // counts returns the tally: reservations by phase and the room held unclaimed.
