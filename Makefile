@@ -30,7 +30,7 @@ demo: control-plane
 
 ## test: unit and integration tests (integration tests run real etcd + kube-apiserver)
 .PHONY: test
-test: control-plane build verify
+test: control-plane build verify test-tools
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-unit: unit tests only
@@ -53,6 +53,33 @@ local-up: control-plane build
 .PHONY: local-down
 local-down:
 	$(GO) run ./cmd/tandem-local down --dir $(LOCAL_DIR)
+
+## tools: render-chart, kustomize-build, build-image (hack/tools, its own Go module) into bin/
+.PHONY: tools
+tools:
+	cd hack/tools && $(GO) build -o ../../bin/ ./cmd/...
+
+## test-tools: vet and test hack/tools
+.PHONY: test-tools
+test-tools:
+	cd hack/tools && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+## manifests: the chart rendered as `helm template` does into _output/manifests/ (no helm binary)
+.PHONY: manifests
+manifests:
+	mkdir -p _output/manifests
+	cd hack/tools && $(GO) run ./cmd/render-chart ../../manifests/charts/tandem-scheduler > ../../_output/manifests/tandem-scheduler.yaml
+	@echo "wrote _output/manifests/tandem-scheduler.yaml"
+
+## image: multi-arch (amd64, arm64) OCI image into _output/image, no Docker (two static builds: ~6 min on 2 cores)
+.PHONY: image
+image:
+	hack/build-image.sh
+
+## bench: scheduling throughput of tandem vs vanilla kube-scheduler, side by side (scheduler_perf; ~10 min)
+.PHONY: bench
+bench: control-plane
+	hack/bench.sh
 
 .PHONY: clean
 clean:

@@ -1,0 +1,24 @@
+# tandem-scheduler for those who build images with Docker; `make image` builds
+# the same image without a container runtime (hack/build-image.sh).
+#
+#   docker buildx build --platform linux/amd64,linux/arm64 \
+#     -t REGISTRY/tandem-scheduler:v0.35.4 --push .
+ARG GO_VERSION=1.26
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+ARG TARGETOS
+ARG TARGETARCH
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+# A static binary: the image has no libc.
+RUN bash -c 'source hack/lib/version.sh && \
+    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o /out/tandem-scheduler ./cmd/tandem-scheduler'
+
+# No base image, no shell: the binary, and passwd/group for the non-root user.
+FROM scratch
+COPY hack/image/rootfs/ /
+COPY --from=build /out/tandem-scheduler /usr/local/bin/tandem-scheduler
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/tandem-scheduler"]

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds tandem-scheduler's multi-platform OCI image without a container
+# runtime: a static binary (CGO_ENABLED=0) per platform into
+# _output/bin/<os>_<arch>/, then hack/tools/cmd/build-image puts each into a
+# one-layer image FROM scratch (the binary, passwd and group from
+# hack/image/rootfs, user 65532, no shell), writes an OCI layout and checks it.
+#
+#   IMAGE_DIR        OCI layout to write (default _output/image)
+#   IMAGE_PLATFORMS  default "linux/amd64 linux/arm64"
+#   IMAGE_TAG        default v0.<minor>.<patch> of the Kubernetes version (v1.35.4 -> v0.35.4)
+#
+# Push it with any OCI tool, e.g. `crane push --index _output/image REGISTRY/tandem-scheduler:TAG`.
+set -o errexit -o nounset -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source hack/lib/version.sh
+
+IMAGE_DIR="$(realpath -m "${IMAGE_DIR:-_output/image}")"
+IMAGE_PLATFORMS="${IMAGE_PLATFORMS:-linux/amd64 linux/arm64}"
+IMAGE_TAG="${IMAGE_TAG:-v0.${TANDEM_KUBE_VERSION#v1.}}"
+
+args=()
+for platform in ${IMAGE_PLATFORMS}; do
+  os="${platform%/*}" arch="${platform#*/}"
+  out="$(pwd)/_output/bin/${os}_${arch}/tandem-scheduler"
+  echo "building ${out}"
+  CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o "${out}" ./cmd/tandem-scheduler
+  args+=(--binary "${platform}=${out}")
+done
+cd hack/tools
+go run ./cmd/build-image --out "${IMAGE_DIR}" --rootfs ../image/rootfs \
+  --ref "${IMAGE_TAG}" --version "${IMAGE_TAG}" "${args[@]}"

@@ -1,0 +1,228 @@
+package integration
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+)
+
+// The install manifests are enough to run tandem: the kustomize and Helm
+// renderings apply server-side (to the same objects, without conflicts); two
+// replicas run with the rendered config, authenticated as the rendered
+// ServiceAccount with only the rendered RBAC; one leads through tandem's own
+// lease and schedules the ARC examples' runner + workflow pairs while the
+// other waits, then takes over with the reservations intact.
+func TestDeployRenderedManifests(t *testing.T) {
+	e := newEnvWithoutScheduler(t, map[string]string{"deploy-n1": "4", "deploy-n2": "4"})
+	for _, node := range []string{"deploy-n1", "deploy-n2"} {
+		e.dedicateNode(node)
+	}
+	applyServerSide(t, e.ctx, kustomizeBuild(t, kustomizeDefault), "tandem-kustomize")
+	applyServerSide(t, e.ctx, renderChart(t), "tandem-helm")
+
+	cm, err := e.client.CoreV1().ConfigMaps(releaseNamespace).Get(e.ctx, releaseName+"-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.client.AppsV1().Deployments(releaseNamespace).Get(e.ctx, releaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ensureAuthenticationConfigMap()
+	dir := t.TempDir()
+	kubeconfig := serviceAccountKubeconfig(t, e, dir, releaseNamespace, d.Spec.Template.Spec.ServiceAccountName)
+	args := d.Spec.Template.Spec.Containers[0].Args
+	config := []byte(cm.Data[configKey])
+	replicas := []*replica{
+		startReplica(t, e.ctx, "tandem-scheduler-a", dir, args, config, kubeconfig),
+		startReplica(t, e.ctx, "tandem-scheduler-b", dir, args, config, kubeconfig),
+	}
+	leader, standby := e.leaderOf(replicas, nil)
+	leases, err := e.client.CoordinationV1().Leases(releaseNamespace).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaseNames []string
+	for _, l := range leases.Items {
+		leaseNames = append(leaseNames, l.Name)
+	}
+	if !slices.Equal(leaseNames, []string{releaseName}) {
+		t.Errorf("leases in %s: %q, want only tandem's own %q", releaseNamespace, leaseNames, releaseName)
+	}
+
+	// Both replicas serve the probes of the Deployment: the standby is ready
+	// too, so the PodDisruptionBudget lets a node drain.
+	for _, r := range replicas {
+		for _, path := range probePaths(d) {
+			e.poll(r.name+" answers "+path+" with 200", func() (bool, error) {
+				return r.status(t, path) == http.StatusOK, nil
+			})
+		}
+	}
+
+	// kubernetes mode: the runner is sized from the example hook template
+	// (2 cpu) plus the default step headroom (500m); its workflow pod, pinned
+	// with the hook's required affinity, goes through tandem and claims it.
+	e.exampleHookTemplateConfigMap()
+	e.exampleRunner("k-runner", valuesKubernetes)
+	node := e.bound("k-runner")
+	if _, cpu, source := e.recordedReservation("k-runner"); cpu != "2500m" || source != string(workflowreservation.SourceHookTemplate) {
+		t.Errorf("k-runner reservation = cpu %s from %s, want cpu 2500m from %s", cpu, source, workflowreservation.SourceHookTemplate)
+	}
+	e.exampleWorkflowPod("k-runner", node)
+	if got := e.bound("k-runner-workflow"); got != node {
+		t.Errorf("k-runner-workflow landed on %s, want its runner's node %s", got, node)
+	}
+	e.event("k-runner-workflow", workflowreservation.ReasonClaimed)
+
+	// kubernetes-novolume mode: the runner fits only on the other node; its
+	// unpinned workflow pod follows it there.
+	e.exampleRunner("nv-runner", valuesNoVolume)
+	nvNode := e.bound("nv-runner")
+	if nvNode == node {
+		t.Errorf("nv-runner landed on %s next to k-runner's pair, where it and its workflow pod do not fit", node)
+	}
+	e.exampleWorkflowPod("nv-runner", "")
+	if got := e.bound("nv-runner-workflow"); got != nvNode {
+		t.Errorf("nv-runner-workflow landed on %s, want its runner's node %s", got, nvNode)
+	}
+
+	for _, r := range replicas {
+		if log := r.log(t); strings.Contains(log, "forbidden") {
+			t.Errorf("%s was denied by the rendered RBAC:\n%s", r.name, grepLines(log, "forbidden"))
+		}
+	}
+	if strings.Contains(standby.log(t), acquiredLease) {
+		t.Errorf("%s acquired the lease while %s held it", standby.name, leader.name)
+	}
+
+	// The leader goes: the standby takes tandem's lease over and, with the
+	// reservations it rebuilt from the runner pods, places no third pair
+	// where there is no room for it until a pair ends.
+	if err := leader.p.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.leaderOf([]*replica{standby}, leader); got != standby {
+		t.Fatalf("leader after failover = %s, want %s", got.name, standby.name)
+	}
+	e.exampleRunner("k-runner-2", valuesKubernetes)
+	wantContains(t, "k-runner-2 PodScheduled message", e.unschedulable("k-runner-2"), workflowreservation.ErrReasonPairDoesNotFit)
+	e.delete("k-runner-workflow")
+	e.delete("k-runner")
+	if got := e.bound("k-runner-2"); got != node {
+		t.Errorf("k-runner-2 landed on %s, want %s where k-runner's pair ended", got, node)
+	}
+}
+
+// acquiredLease is what kube-scheduler logs when it becomes the leader.
+const acquiredLease = `"Successfully acquired lease" lock="` + releaseNamespace + "/" + releaseName + `"`
+
+// leaderOf waits until tandem's lease in the release namespace is held by
+// one of replicas other than previous (which may still hold it) and returns
+// the leader, found by its log, and one other replica (nil if none).
+func (e *env) leaderOf(replicas []*replica, previous *replica) (leader, other *replica) {
+	e.t.Helper()
+	e.poll("a replica leads through lease "+releaseNamespace+"/"+releaseName, func() (bool, error) {
+		lease, err := e.client.CoordinationV1().Leases(releaseNamespace).Get(e.ctx, releaseName, metav1.GetOptions{})
+		if err != nil || holderOf(lease) == "" {
+			return false, nil
+		}
+		for _, r := range replicas {
+			if r != previous && strings.Contains(r.log(e.t), acquiredLease) {
+				leader = r
+			}
+		}
+		return leader != nil, nil
+	})
+	for _, r := range replicas {
+		if r != leader {
+			other = r
+		}
+	}
+	return leader, other
+}
+
+// ensureAuthenticationConfigMap creates kube-system/extension-apiserver-authentication
+// as a cluster's apiserver publishes it (a bare one with no client CA does
+// not): the scheduler reads it, through the rendered RoleBinding, to
+// authenticate callers of its HTTPS port.
+func (e *env) ensureAuthenticationConfigMap() {
+	e.t.Helper()
+	ca := string(restConfig.CAData)
+	cm := &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "extension-apiserver-authentication", Namespace: metav1.NamespaceSystem},
+		Data: map[string]string{
+			"client-ca-file":                     ca,
+			"requestheader-client-ca-file":       ca,
+			"requestheader-allowed-names":        `[]`,
+			"requestheader-username-headers":     `["X-Remote-User"]`,
+			"requestheader-group-headers":        `["X-Remote-Group"]`,
+			"requestheader-extra-headers-prefix": `["X-Remote-Extra-"]`,
+		},
+	}
+	_, err := e.client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(e.ctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = e.client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Update(e.ctx, cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// dedicateNode labels and taints node as a dedicated runner node of the
+// examples.
+func (e *env) dedicateNode(name string) {
+	e.t.Helper()
+	node, err := e.client.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	node.Labels["dedicated"] = "github-runners"
+	node.Spec.Taints = append(node.Spec.Taints, v1.Taint{Key: "dedicated", Value: "github-runners", Effect: v1.TaintEffectNoSchedule})
+	if _, err := e.client.CoreV1().Nodes().Update(e.ctx, node, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// exampleHookTemplateConfigMap creates the ConfigMap examples/arc builds,
+// in the test's namespace.
+func (e *env) exampleHookTemplateConfigMap() {
+	e.t.Helper()
+	cm := &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "tandem-hook-template", Namespace: e.ns},
+		Data:       map[string]string{hookTemplateKey: string(readFile(e.t, hookTemplateFile))},
+	}
+	if _, err := e.client.CoreV1().ConfigMaps(e.ns).Create(e.ctx, cm, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func probePaths(d *appsv1.Deployment) []string {
+	var paths []string
+	c := d.Spec.Template.Spec.Containers[0]
+	for _, p := range []*v1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		if p != nil && p.HTTPGet != nil {
+			paths = append(paths, p.HTTPGet.Path)
+		}
+	}
+	return paths
+}
+
+func grepLines(text, substr string) string {
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, substr) {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}

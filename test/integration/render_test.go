@@ -1,0 +1,142 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	deploymentKey = "Deployment/" + releaseNamespace + "/" + releaseName
+	configMapKey  = "ConfigMap/" + releaseNamespace + "/" + releaseName + "-config"
+	configKey     = "scheduler-config.yaml"
+)
+
+// Helm and kustomize render the same objects; the kustomize default adds
+// only the namespace.
+func TestChartAndKustomizeRenderTheSameObjects(t *testing.T) {
+	chart := byKey(renderChart(t))
+	base := byKey(kustomizeBuild(t, kustomizeBase))
+	if diff := cmp.Diff(chart, base); diff != "" {
+		t.Errorf("helm template and kustomize build differ (-helm,+kustomize):\n%s", diff)
+	}
+	var keys []string
+	for k := range chart {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	wantKeys := []string{
+		"ClusterRole//tandem-scheduler",
+		"ClusterRoleBinding//tandem-scheduler",
+		configMapKey,
+		deploymentKey,
+		"PodDisruptionBudget/tandem-system/tandem-scheduler",
+		"Role/tandem-system/tandem-scheduler-leader-election",
+		"RoleBinding/kube-system/tandem-scheduler-authentication-reader",
+		"RoleBinding/tandem-system/tandem-scheduler-leader-election",
+		"Service/tandem-system/tandem-scheduler-metrics",
+		"ServiceAccount/tandem-system/tandem-scheduler",
+	}
+	if diff := cmp.Diff(wantKeys, keys); diff != "" {
+		t.Errorf("rendered objects (-want,+got):\n%s", diff)
+	}
+
+	withNamespace := byKey(kustomizeBuild(t, kustomizeDefault))
+	if _, ok := withNamespace["Namespace//"+releaseNamespace]; !ok {
+		t.Errorf("%s does not create the namespace %s", kustomizeDefault, releaseNamespace)
+	}
+	delete(withNamespace, "Namespace//"+releaseNamespace)
+	if diff := cmp.Diff(base, withNamespace); diff != "" {
+		t.Errorf("%s is not %s plus the namespace (-base,+default):\n%s", kustomizeDefault, kustomizeBase, diff)
+	}
+}
+
+// The chart's default configuration is manifests/scheduler-config.yaml with
+// the lease in the release namespace; pods roll when it changes.
+func TestChartSchedulerConfig(t *testing.T) {
+	objs := byKey(renderChart(t))
+	config := object[v1.ConfigMap](t, objs, configMapKey).Data[configKey]
+	var got, want map[string]any
+	if err := yaml.Unmarshal([]byte(config), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(readFile(t, "manifests/scheduler-config.yaml"), &want); err != nil {
+		t.Fatal(err)
+	}
+	want["leaderElection"].(map[string]any)["resourceNamespace"] = releaseNamespace
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the chart's config is not manifests/scheduler-config.yaml (-example,+chart):\n%s", diff)
+	}
+	checksum := configChecksum(t, objs, deploymentKey)
+	if sum := sha256.Sum256([]byte(strings.TrimSuffix(config, "\n"))); checksum != hex.EncodeToString(sum[:]) {
+		t.Errorf("checksum/config = %s, want the sha256 of the config %x", checksum, sum)
+	}
+
+	changed := byKey(renderChart(t, "--namespace", "ci", "--set", "workflowReservation.runnerPodLabel=workflow-of",
+		"--set", "leaderElection.resourceName=tandem-ci", "--set", "schedulerName=tandem-ci"))
+	config = object[v1.ConfigMap](t, changed, "ConfigMap/ci/tandem-scheduler-config").Data[configKey]
+	wantContains(t, "config with other values", config, "runnerPodLabel: workflow-of", "resourceName: tandem-ci",
+		"resourceNamespace: ci", "schedulerName: tandem-ci")
+	if got := configChecksum(t, changed, "Deployment/ci/tandem-scheduler"); got == checksum {
+		t.Errorf("checksum/config did not change with the config: pods would not roll")
+	}
+	role := object[rbacv1.Role](t, changed, "Role/ci/tandem-scheduler-leader-election")
+	if names := role.Rules[1].ResourceNames; !slices.Equal(names, []string{"tandem-ci"}) {
+		t.Errorf("lease role names %v, want the configured lease [tandem-ci]", names)
+	}
+
+	monitored := byKey(renderChart(t, "--set", "metrics.serviceMonitor.enabled=true"))
+	if _, ok := monitored["ServiceMonitor/tandem-system/tandem-scheduler"]; !ok {
+		t.Errorf("metrics.serviceMonitor.enabled=true rendered no ServiceMonitor")
+	}
+}
+
+func configChecksum(t *testing.T, objs map[string]*unstructured.Unstructured, deployment string) string {
+	t.Helper()
+	return object[appsv1.Deployment](t, objs, deployment).Spec.Template.Annotations["checksum/config"]
+}
+
+// The Deployment runs two non-root replicas on different nodes with HTTPS
+// probes, a read-only root filesystem and resource requests.
+func TestChartDeployment(t *testing.T) {
+	d := object[appsv1.Deployment](t, byKey(renderChart(t)), deploymentKey)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas = %v, want 2", d.Spec.Replicas)
+	}
+	pod := d.Spec.Template.Spec
+	if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 ||
+		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != v1.LabelHostname {
+		t.Errorf("affinity = %+v, want anti-affinity between replicas across hostnames", a)
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+		t.Errorf("pod securityContext = %+v, want runAsNonRoot", sc)
+	}
+	c := pod.Containers[0]
+	if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("container securityContext = %+v, want a read-only root filesystem and no privilege escalation", sc)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("resource requests = %v, want cpu and memory", c.Resources.Requests)
+	}
+	for name, p := range map[string]*v1.Probe{"/livez": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != name || p.HTTPGet.Scheme != v1.URISchemeHTTPS || p.HTTPGet.Port.String() != "https" {
+			t.Errorf("probe on %s = %+v, want HTTPS on the port named https", name, p)
+		}
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "https" || c.Ports[0].ContainerPort != 10259 {
+		t.Errorf("ports = %+v, want https 10259", c.Ports)
+	}
+	if !slices.Contains(c.Args, "--config=/etc/tandem/scheduler-config.yaml") {
+		t.Errorf("args = %q, want --config from the ConfigMap mount", c.Args)
+	}
+}
