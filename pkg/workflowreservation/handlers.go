@@ -34,8 +34,12 @@ func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool
 		return nil, fmt.Errorf("registering node handler: %w", err)
 	}
 	pl.pods = informers.Core().V1().Pods().Lister()
-	// Make sure the ConfigMap informer exists before the factory starts.
-	informers.Core().V1().ConfigMaps().Informer()
+	if _, err := informers.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { pl.onConfigMap(logger, obj) },
+		UpdateFunc: func(_, obj any) { pl.onConfigMap(logger, obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("registering configmap handler: %w", err)
+	}
 	return func() bool { return podReg.HasSynced() && nodeReg.HasSynced() }, nil
 }
 
@@ -177,4 +181,22 @@ func (pl *WorkflowReservation) onNodeDelete(logger klog.Logger, obj any) {
 		logger.V(2).Info("Released reservation", "runner", r.runner, "node", r.node, "reason", "node deleted")
 	}
 	pl.recordMetrics()
+}
+
+// onConfigMap retries the runners waiting for a hook template in this
+// ConfigMap: the scheduler has no event for ConfigMaps, and would otherwise
+// retry them only at its periodic flush.
+func (pl *WorkflowReservation) onConfigMap(logger klog.Logger, obj any) {
+	cm, ok := obj.(*v1.ConfigMap)
+	if !ok {
+		return
+	}
+	pods := pl.waiting.matching(func(pod *v1.Pod) bool {
+		ref, err := findHookTemplate(pod)
+		return err == nil && ref != nil && pod.Namespace == cm.Namespace && ref.configMap == cm.Name
+	})
+	if len(pods) > 0 {
+		logger.V(4).Info("Hook template changed, activating its waiting runners", "configMap", klog.KObj(cm), "count", len(pods))
+		pl.handle.Activate(logger, pods)
+	}
 }

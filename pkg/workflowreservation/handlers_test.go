@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
@@ -139,4 +140,24 @@ func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the deleted node's reservations are released", func() bool { return pl.store.empty() })
+}
+
+func TestHookTemplateConfigMapActivatesWaitingRunner(t *testing.T) {
+	ctx := context.Background()
+	runner := withHookTemplate(runnerPod("r1").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
+	other := withHookTemplate(runnerPod("r2").Obj(), "elsewhere", "/home/runner/pod-templates/default.yaml")
+	pl, h := newTestPlugin(t, defaultArgs(), true)
+	for _, pod := range []*v1.Pod{runner, other} {
+		if _, status := pl.PreFilter(ctx, framework.NewCycleState(), pod, nil); status.Code() != fwk.UnschedulableAndUnresolvable {
+			t.Fatalf("PreFilter(%s) = %v, want UnschedulableAndUnresolvable without its hook template", pod.Name, status)
+		}
+	}
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "arc", Name: "hooks"}, Data: map[string]string{"default.yaml": hookTemplate}}
+	if _, err := h.client.CoreV1().ConfigMaps("arc").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the runner waiting for that ConfigMap is activated", func() bool {
+		got := h.activatedPods()
+		return len(got) == 1 && got[0] == "arc/r1"
+	})
 }

@@ -201,6 +201,8 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		case !sz.workflow.isZero():
 			s.kind, s.workflow, s.source = kindRunner, sz.workflow, sz.source
 		case sz.intended:
+			// Retried as soon as its hook template's ConfigMap changes.
+			pl.waiting.add(pod)
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 				"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.problems)))
 		default:

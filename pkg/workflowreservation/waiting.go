@@ -33,14 +33,23 @@ func (w *waitingPods) remove(uid types.UID) {
 	delete(w.pods, uid)
 }
 
-// activate requeues every waiting pod.
-func (pl *WorkflowReservation) activateWaiting(logger klog.Logger) {
-	pl.waiting.mu.Lock()
-	pods := make(map[string]*v1.Pod, len(pl.waiting.pods))
-	for _, p := range pl.waiting.pods {
-		pods[p.Namespace+"/"+p.Name] = p
+// matching returns the waiting pods for which match is true, keyed for
+// Handle.Activate.
+func (w *waitingPods) matching(match func(*v1.Pod) bool) map[string]*v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	pods := map[string]*v1.Pod{}
+	for _, p := range w.pods {
+		if match(p) {
+			pods[p.Namespace+"/"+p.Name] = p
+		}
 	}
-	pl.waiting.mu.Unlock()
+	return pods
+}
+
+// activateWaiting requeues every waiting pod.
+func (pl *WorkflowReservation) activateWaiting(logger klog.Logger) {
+	pods := pl.waiting.matching(func(*v1.Pod) bool { return true })
 	if len(pods) == 0 {
 		return
 	}

@@ -130,14 +130,10 @@ func TestBrokenSourceWithoutDefault(t *testing.T) {
 	wantContains(t, "pending message", e.unschedulable("gone"), "size of its workflow pod is unknown", "ConfigMap "+e.ns+"/hook-templates not found")
 	e.event("gone", workflowreservation.ReasonInvalidWorkflowSize)
 
-	// Giving it a size lets it schedule at once.
-	pod := e.get("gone")
-	pod.Annotations = map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=1"}
-	if _, err := e.client.CoreV1().Pods(e.ns).Update(e.ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// Creating the missing hook template retries it at once.
+	e.hookTemplates(map[string]string{"default.yaml": hookTemplate})
 	e.bound("gone")
-	if _, cpu, source := e.recordedReservation("gone"); cpu != "1" || source != "annotation" {
-		t.Errorf("reservation = cpu %s from %s, want cpu 1 from annotation", cpu, source)
+	if _, cpu, source := e.recordedReservation("gone"); cpu != "2" || source != "hook-template" {
+		t.Errorf("reservation = cpu %s from %s, want cpu 2 from hook-template", cpu, source)
 	}
 }
