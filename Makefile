@@ -23,9 +23,14 @@ build:
 control-plane:
 	hack/build-control-plane.sh
 
-## demo: the seed scenarios with plain kube-scheduler and with tandem, on a local control plane
+## demo: the simulator's seed scenario, default kube-scheduler vs tandem, on a local control plane
 .PHONY: demo
 demo: control-plane
+	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/seed.yaml --schedulers default,tandem
+
+## demo-small: the two hand-made cases of the walking skeleton (test/demo)
+.PHONY: demo-small
+demo-small: control-plane
 	$(GO) run ./cmd/tandem-demo
 
 ## test: unit and integration tests (integration tests run real etcd + kube-apiserver)

@@ -1,0 +1,129 @@
+package arc
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// ReasonHookError: the hook could not create the workflow pod (e.g. its
+// name is taken: two long runner names that share their first 54 characters).
+const ReasonHookError = "HookError"
+
+// jobRun is a job's progress on its runner.
+type jobRun struct {
+	job      Job
+	assigned time.Duration
+	// workflow is the workflow pod's name once the hook created it.
+	workflow string
+	created  time.Duration
+	seen     bool
+	running  bool
+	started  time.Duration
+	node     string
+}
+
+// advance moves a busy runner's job along: the hook creates the workflow pod
+// after its delay, waits for it under the hook's rules, then the steps run
+// for the job's duration.
+func (e *Emulator) advance(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration) error {
+	j := r.job
+	switch {
+	case j.running:
+		if now-j.started >= j.job.Duration {
+			e.finish(ctx, s, r, runnerPod, now, true, "", "")
+		}
+	case j.workflow == "":
+		if !j.job.Container {
+			if s.set.RequireJobContainer {
+				e.finish(ctx, s, r, runnerPod, now, false, ReasonJobContainerRequired,
+					"Jobs without a job container are forbidden on this runner")
+				return nil
+			}
+			j.running, j.started, j.node = true, now, runnerPod.Spec.NodeName
+			return nil
+		}
+		if now-j.assigned < s.timing.HookDelay {
+			return nil
+		}
+		pod, err := WorkflowPod(runnerPod, s.set.HookMode, s.set.HookTemplate, j.job.Spec)
+		if err != nil {
+			e.finish(ctx, s, r, runnerPod, now, false, ReasonHookError, err.Error())
+			return nil
+		}
+		if _, err := e.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			if apierrors.IsAlreadyExists(err) || apierrors.IsInvalid(err) {
+				e.finish(ctx, s, r, runnerPod, now, false, ReasonHookError, err.Error())
+				return nil
+			}
+			return fmt.Errorf("creating workflow pod %s: %w", pod.Name, err)
+		}
+		j.workflow, j.created = pod.Name, now
+	default:
+		wf, err := e.pods.Pods(s.set.Namespace).Get(j.workflow)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if wf != nil && wf.Labels[RunnerPodLabel] != r.name {
+			wf = nil
+		}
+		if wf != nil {
+			j.seen = true
+		} else if !j.seen {
+			// Created but not in the cache yet: the hook would read it Pending.
+			wf = &v1.Pod{Status: v1.PodStatus{Phase: v1.PodPending}}
+		}
+		switch outcome, reason := PrepareOutcome(wf, now-j.created, PrepareJobTimeout(runnerPod)); outcome {
+		case Ready:
+			j.running, j.started, j.node = true, now, wf.Spec.NodeName
+		case Failed:
+			msg := fmt.Sprintf("workflow pod %s did not start", j.workflow)
+			if wf != nil && wf.Status.Message != "" {
+				msg = wf.Status.Message
+			}
+			if wf != nil && wf.Spec.NodeName != "" {
+				j.node = wf.Spec.NodeName
+			}
+			e.finish(ctx, s, r, runnerPod, now, false, reason, msg)
+		}
+	}
+	return nil
+}
+
+// finish records the job's result and cleans up as the hook and runner do:
+// the workflow pod is deleted (grace 0), the runner exits 0 (a failed job is
+// reported to GitHub, the ephemeral runner still exits cleanly) and ARC then
+// deletes its pod.
+func (e *Emulator) finish(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration, ok bool, reason, message string) {
+	j := r.job
+	res := Result{Job: j.job, Runner: r.name, Node: j.node, Ended: now, Succeeded: ok, Reason: reason, Message: message}
+	if res.Node == "" && runnerPod != nil {
+		res.Node = runnerPod.Spec.NodeName
+	}
+	if j.running {
+		res.Started = j.started
+	} else {
+		res.Started = -1
+	}
+	e.results = append(e.results, res)
+	logger := klog.FromContext(ctx)
+	if ok {
+		logger.V(2).Info("Job succeeded", "job", j.job.ID, "runner", r.name, "node", res.Node)
+	} else {
+		logger.V(2).Info("Job failed", "job", j.job.ID, "runner", r.name, "node", res.Node, "reason", reason, "message", message)
+	}
+	if j.workflow != "" {
+		e.deletePod(ctx, s.set.Namespace, j.workflow)
+	}
+	r.job, r.state, r.since = nil, runnerExiting, now
+	if runnerPod != nil {
+		if err := e.exiter.Exit(ctx, runnerPod, 0); err != nil {
+			logger.Error(err, "Ending runner pod", "pod", klog.KObj(runnerPod))
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package arc
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// JobSpec is what prepare_job knows of a job: its job container's image and
+// its service containers.
+type JobSpec struct {
+	Image    string
+	Services []Service
+}
+
+// Service is a workflow `services:` entry.
+type Service struct {
+	Image string
+	// Ports are docker-style mappings: "6379:6379", "8080", "53/udp".
+	Ports []string
+}
+
+// ServiceName is the container name the hook gives a service: the image's
+// last path element without its tag ("docker.io/library/redis:7" -> "redis").
+func ServiceName(image string) string {
+	name := image[strings.LastIndex(image, "/")+1:]
+	name, _, _ = strings.Cut(name, ":")
+	return name
+}
+
+// servicePorts turns port mappings into container ports the way the hook
+// does: every mapping becomes a hostPort.
+func servicePorts(mappings []string) ([]v1.ContainerPort, error) {
+	var ports []v1.ContainerPort
+	for _, m := range mappings {
+		spec, proto, _ := strings.Cut(m, "/")
+		protocol := v1.ProtocolTCP
+		if proto != "" {
+			protocol = v1.Protocol(strings.ToUpper(proto))
+		}
+		host, container, found := strings.Cut(spec, ":")
+		if !found {
+			container = host
+		}
+		hp, err1 := strconv.Atoi(host)
+		cp, err2 := strconv.Atoi(container)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("port mapping %q: want host:container numbers", m)
+		}
+		ports = append(ports, v1.ContainerPort{HostPort: int32(hp), ContainerPort: int32(cp), Protocol: protocol})
+	}
+	return ports, nil
+}
+
+// WorkflowPod builds the workflow pod prepare_job creates for runner (bound
+// to its node) in mode, merged with the hook template (YAML, may be empty):
+//   - name: the runner name cut to 54 characters + "-workflow";
+//   - label runner-pod=<runner>, no owner references;
+//   - container "job" (tail -f /dev/null) and one container per service,
+//     ports as hostPorts, no resources of its own;
+//   - v0.7.0: spec.nodeName = the runner's node, or with the kube-scheduler
+//     mode a required node affinity on kubernetes.io/hostname, and the work
+//     PVC (ACTIONS_RUNNER_CLAIM_NAME or "<runner>-work"); novolume: no pinning,
+//     emptyDirs;
+//   - template: metadata labels/annotations added; "$job" merged into job,
+//     "$<service>" into that service, other containers appended; every other
+//     spec key overwrites the hook's (volumes are appended).
+func WorkflowPod(runner *v1.Pod, mode HookMode, hookTemplate string, job JobSpec) (*v1.Pod, error) {
+	image := job.Image
+	if image == "" {
+		image = "ubuntu:24.04"
+	}
+	pod := &v1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        WorkflowPodName(runner.Name),
+			Namespace:   runner.Namespace,
+			Labels:      map[string]string{RunnerPodLabel: runner.Name},
+			Annotations: map[string]string{},
+		},
+		Spec: v1.PodSpec{
+			RestartPolicy: v1.RestartPolicyNever,
+			Containers: []v1.Container{{
+				Name:         JobContainer,
+				Image:        image,
+				Command:      []string{"tail"},
+				Args:         []string{"-f", "/dev/null"},
+				WorkingDir:   "/__w/repo/repo",
+				VolumeMounts: []v1.VolumeMount{{Name: WorkVolume, MountPath: "/__w"}},
+			}},
+		},
+	}
+	for _, s := range job.Services {
+		ports, err := servicePorts(s.Ports)
+		if err != nil {
+			return nil, fmt.Errorf("service %s: %w", s.Image, err)
+		}
+		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: ServiceName(s.Image), Image: s.Image, Ports: ports})
+	}
+	node := runner.Spec.NodeName
+	switch mode {
+	case HookNodeName:
+		pod.Spec.NodeName = node
+	case HookKubeScheduler:
+		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
+			}}},
+		}}
+	case HookNoVolume:
+	default:
+		return nil, fmt.Errorf("unknown hook mode %q", mode)
+	}
+	if mode.usesVolume() {
+		claim, ok := runnerEnv(runner, EnvClaimName)
+		if !ok || claim == "" {
+			claim = WorkClaimName(runner.Name)
+		}
+		pod.Spec.Volumes = []v1.Volume{{Name: WorkVolume, VolumeSource: v1.VolumeSource{
+			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+		}}}
+	} else {
+		pod.Spec.Volumes = []v1.Volume{{Name: WorkVolume, VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	}
+	if strings.TrimSpace(hookTemplate) == "" {
+		return pod, nil
+	}
+	return mergeTemplate(pod, hookTemplate)
+}
+
+// mergeTemplate applies the hook template the way the hook does, key by key
+// on the JSON form, so that exactly the keys the template sets win.
+func mergeTemplate(pod *v1.Pod, hookTemplate string) (*v1.Pod, error) {
+	var tmpl struct {
+		Metadata struct {
+			Labels      map[string]string `json:"labels"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+		Spec map[string]any `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(hookTemplate), &tmpl); err != nil {
+		return nil, fmt.Errorf("hook template: %w", err)
+	}
+	for k, v := range tmpl.Metadata.Labels {
+		pod.Labels[k] = v
+	}
+	for k, v := range tmpl.Metadata.Annotations {
+		pod.Annotations[k] = v
+	}
+	spec, err := toMap(pod.Spec)
+	if err != nil {
+		return nil, err
+	}
+	containers, _ := spec["containers"].([]any)
+	for key, value := range tmpl.Spec {
+		switch key {
+		case "containers":
+			list, _ := value.([]any)
+			for _, item := range list {
+				c, _ := item.(map[string]any)
+				name, _ := c["name"].(string)
+				if !strings.HasPrefix(name, "$") {
+					containers = append(containers, c)
+					continue
+				}
+				for _, existing := range containers {
+					if e, _ := existing.(map[string]any); e["name"] == strings.TrimPrefix(name, "$") {
+						mergeContainer(e, c)
+					}
+				}
+			}
+		case "volumes":
+			base, _ := spec["volumes"].([]any)
+			extra, _ := value.([]any)
+			spec["volumes"] = append(base, extra...)
+		default:
+			spec[key] = value
+		}
+	}
+	spec["containers"] = containers
+	var merged v1.PodSpec
+	if err := fromMap(spec, &merged); err != nil {
+		return nil, fmt.Errorf("hook template: %w", err)
+	}
+	pod.Spec = merged
+	return pod, nil
+}
+
+// mergeContainer merges a "$name" template container into base: name and
+// image stay, env/volumeMounts/ports are appended, other keys overwrite.
+func mergeContainer(base, from map[string]any) {
+	for key, value := range from {
+		switch key {
+		case "name", "image":
+		case "env", "volumeMounts", "ports":
+			list, _ := base[key].([]any)
+			extra, _ := value.([]any)
+			base[key] = append(list, extra...)
+		default:
+			base[key] = value
+		}
+	}
+}
+
+func toMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(b, &m)
+}
+
+func fromMap(m map[string]any, out any) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}

@@ -1,0 +1,206 @@
+// Package report turns simulator runs into the numbers a person compares:
+// jobs by outcome, start latency, utilisation, makespan and throughput next
+// to an ideal packing bound, as a table, a JSON file and an SVG picture.
+package report
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
+	"github.com/tandem-scheduler/tandem/pkg/sim/invariant"
+)
+
+// Report is the JSON document (_output/demo/report.json).
+type Report struct {
+	Scenario  string  `json:"scenario"`
+	Seed      int64   `json:"seed"`
+	TimeScale float64 `json:"timeScale"`
+	Nodes     int     `json:"nodes"`
+	// Ideal is the bound no scheduler can beat on this job stream.
+	Ideal Ideal `json:"idealPackingBound"`
+	Runs  []Run `json:"runs"`
+}
+
+// Ideal is a lower bound on the makespan (so an upper bound on jobs per
+// hour): every job starts on arrival, and the cluster's cpu and memory are
+// one fluid pool filled by runner + workflow pod for the job's duration.
+type Ideal struct {
+	MakespanSeconds float64 `json:"makespanSeconds"`
+	JobsPerHour     float64 `json:"jobsPerHour"`
+}
+
+// Run is one scheduler's run of the job stream.
+type Run struct {
+	Scheduler           string   `json:"scheduler"`
+	Jobs                Jobs     `json:"jobs"`
+	InvariantViolations int      `json:"invariantViolations"`
+	Violations          []string `json:"violations,omitempty"`
+	ReservationsLeft    int      `json:"reservationsLeft"`
+	// StartLatency is from queued to workflow pod Running, for started jobs.
+	StartLatency Latency `json:"startLatencySeconds"`
+	// MeanNodeCPUUtilization is admitted cpu requests over allocatable,
+	// averaged over nodes and over the makespan.
+	MeanNodeCPUUtilization float64   `json:"meanNodeCPUUtilization"`
+	MakespanSeconds        float64   `json:"makespanSeconds"`
+	JobsPerHour            float64   `json:"jobsPerHour"`
+	WallSeconds            float64   `json:"wallSeconds"`
+	Failures               []Failure `json:"failures,omitempty"`
+	// Timeline is per-node used and reserved cpu, for the picture.
+	Timeline []NodeTimeline `json:"-"`
+	// start is the first arrival, makespan is measured from it.
+	start time.Duration
+}
+
+// Jobs counts outcomes.
+type Jobs struct {
+	Submitted      int            `json:"submitted"`
+	Succeeded      int            `json:"succeeded"`
+	Failed         int            `json:"failed"`
+	FailedByReason map[string]int `json:"failedByReason"`
+}
+
+// Latency percentiles in simulated seconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	Max float64 `json:"max"`
+}
+
+// Failure is one failed job.
+type Failure struct {
+	Job       int     `json:"job"`
+	Node      string  `json:"node"`
+	AtSeconds float64 `json:"atSeconds"`
+	Reason    string  `json:"reason"`
+	Message   string  `json:"message"`
+}
+
+// NodeTimeline is a node's cpu over time.
+type NodeTimeline struct {
+	Node                string
+	AllocatableMilliCPU int64
+	Samples             []invariant.Sample
+}
+
+// NewRun summarises a run from its job results and the checker's timelines.
+func NewRun(scheduler string, results []arc.Result, samples map[string][]invariant.Sample, allocatable map[string]v1.ResourceList) Run {
+	r := Run{Scheduler: scheduler, Jobs: Jobs{Submitted: len(results), FailedByReason: map[string]int{}}}
+	var latencies []float64
+	var end time.Duration
+	r.start = time.Duration(math.MaxInt64)
+	for _, res := range results {
+		r.start = min(r.start, res.Job.Arrival)
+		end = max(end, res.Ended)
+		if res.Started >= 0 {
+			latencies = append(latencies, (res.Started - res.Job.Arrival).Seconds())
+		}
+		if res.Succeeded {
+			r.Jobs.Succeeded++
+			continue
+		}
+		r.Jobs.Failed++
+		r.Jobs.FailedByReason[res.Reason]++
+		r.Failures = append(r.Failures, Failure{Job: res.Job.ID, Node: res.Node, AtSeconds: round(res.Ended.Seconds()), Reason: res.Reason, Message: res.Message})
+	}
+	if len(results) == 0 {
+		r.start = 0
+	}
+	r.StartLatency = percentiles(latencies)
+	span := end - r.start
+	r.MakespanSeconds = round(span.Seconds())
+	if span > 0 {
+		r.JobsPerHour = round(float64(r.Jobs.Succeeded) / span.Hours())
+	}
+	nodes := make([]string, 0, len(samples))
+	for n := range samples {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	var util float64
+	for _, n := range nodes {
+		rl := allocatable[n]
+		alloc := rl.Cpu().MilliValue()
+		r.Timeline = append(r.Timeline, NodeTimeline{Node: n, AllocatableMilliCPU: alloc, Samples: samples[n]})
+		if alloc > 0 && span > 0 {
+			util += integrate(samples[n], r.start, end) / (float64(alloc) * span.Seconds())
+		}
+	}
+	if len(nodes) > 0 {
+		r.MeanNodeCPUUtilization = math.Round(1000*util/float64(len(nodes))) / 1000
+	}
+	return r
+}
+
+// integrate returns the millicore-seconds of used cpu over [from, to].
+func integrate(samples []invariant.Sample, from, to time.Duration) float64 {
+	var sum float64
+	for i, s := range samples {
+		next := to
+		if i+1 < len(samples) {
+			next = samples[i+1].T
+		}
+		a, b := max(s.T, from), min(next, to)
+		if b > a {
+			sum += float64(s.UsedMilliCPU) * (b - a).Seconds()
+		}
+	}
+	return sum
+}
+
+func percentiles(v []float64) Latency {
+	if len(v) == 0 {
+		return Latency{}
+	}
+	sort.Float64s(v)
+	at := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(v)))) - 1
+		return round(v[max(0, min(i, len(v)-1))])
+	}
+	return Latency{P50: at(0.50), P95: at(0.95), Max: round(v[len(v)-1])}
+}
+
+func round(f float64) float64 { return math.Round(f*10) / 10 }
+
+// IdealBound computes the bound for jobs, each holding pair(job) (runner +
+// workflow pod requests) for its duration, on a cluster of total allocatable.
+func IdealBound(jobs []arc.Job, pair func(arc.Job) v1.ResourceList, total v1.ResourceList) Ideal {
+	if len(jobs) == 0 {
+		return Ideal{}
+	}
+	start, end := time.Duration(math.MaxInt64), time.Duration(0)
+	var cpuWork, memWork float64
+	for _, j := range jobs {
+		start = min(start, j.Arrival)
+		end = max(end, j.Arrival+j.Duration)
+		p := pair(j)
+		cpuWork += float64(p.Cpu().MilliValue()) * j.Duration.Seconds()
+		memWork += float64(p.Memory().Value()) * j.Duration.Seconds()
+	}
+	span := (end - start).Seconds()
+	if c := total.Cpu().MilliValue(); c > 0 {
+		span = max(span, cpuWork/float64(c))
+	}
+	if m := total.Memory().Value(); m > 0 {
+		span = max(span, memWork/float64(m))
+	}
+	return Ideal{MakespanSeconds: round(span), JobsPerHour: round(float64(len(jobs)) / (span / 3600))}
+}
+
+// WriteJSON writes the report, creating the directory.
+func WriteJSON(path string, r *Report) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,50 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// PrintTable writes the runs side by side with the ideal bound.
+func PrintTable(w io.Writer, r *Report) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCHEDULER\tJOBS\tSUCCEEDED\tFAILED\tFAILED BY REASON\tSTART p50/p95/max (s)\tCPU UTIL\tMAKESPAN (s)\tJOBS/H\tINVARIANT\tRESERVATIONS LEFT\tWALL (s)")
+	for _, run := range r.Runs {
+		invariant := "held"
+		if run.InvariantViolations > 0 {
+			invariant = fmt.Sprintf("VIOLATED x%d", run.InvariantViolations)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%.0f/%.0f/%.0f\t%.0f%%\t%.0f\t%.1f\t%s\t%d\t%.1f\n",
+			run.Scheduler, run.Jobs.Submitted, run.Jobs.Succeeded, run.Jobs.Failed, reasons(run.Jobs.FailedByReason),
+			run.StartLatency.P50, run.StartLatency.P95, run.StartLatency.Max, 100*run.MeanNodeCPUUtilization,
+			run.MakespanSeconds, run.JobsPerHour, invariant, run.ReservationsLeft, run.WallSeconds)
+	}
+	fmt.Fprintf(tw, "ideal packing bound\t%d\t\t\t\t\t\t%.0f\t%.1f\t\t\t\n", r.jobs(), r.Ideal.MakespanSeconds, r.Ideal.JobsPerHour)
+	_ = tw.Flush()
+}
+
+func (r *Report) jobs() int {
+	if len(r.Runs) == 0 {
+		return 0
+	}
+	return r.Runs[0].Jobs.Submitted
+}
+
+func reasons(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, ",")
+}

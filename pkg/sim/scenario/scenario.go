@@ -1,0 +1,195 @@
+// Package scenario describes a simulator run: nodes, ARC scale sets and the
+// job stream (a list, or a seeded generator), read from YAML files such as
+// test/scenarios/seed.yaml. Durations are simulated time.
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
+)
+
+// Scenario is one simulator input.
+type Scenario struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// TimeScale is simulated seconds per real second (default 1); the
+	// --time-scale flag overrides it.
+	TimeScale float64 `json:"timeScale,omitempty"`
+	// Scoring is NodeResourcesFit's scoring strategy for every scheduler
+	// under test: LeastAllocated (kube-scheduler's default) or MostAllocated.
+	Scoring   string     `json:"scoring,omitempty"`
+	Nodes     []NodePool `json:"nodes"`
+	ScaleSets []ScaleSet `json:"scaleSets"`
+	Jobs      Jobs       `json:"jobs"`
+}
+
+// NodePool is Count identical nodes named <name>-<i>.
+type NodePool struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+	// Capacity is also allocatable: cpu, memory, ephemeral-storage, pods
+	// (default 110) and extended resources.
+	Capacity v1.ResourceList   `json:"capacity"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Taints   []v1.Taint        `json:"taints,omitempty"`
+}
+
+// ScaleSet is a gha-runner-scale-set release: the chart values the emulator uses.
+type ScaleSet struct {
+	Name       string       `json:"name"`
+	MinRunners int          `json:"minRunners,omitempty"`
+	MaxRunners int          `json:"maxRunners"`
+	HookMode   arc.HookMode `json:"hookMode"`
+	// Runner is the runner container's resources.
+	Runner            v1.ResourceRequirements `json:"runner"`
+	Labels            map[string]string       `json:"labels,omitempty"`
+	Annotations       map[string]string       `json:"annotations,omitempty"`
+	NodeSelector      map[string]string       `json:"nodeSelector,omitempty"`
+	Tolerations       []v1.Toleration         `json:"tolerations,omitempty"`
+	PriorityClassName string                  `json:"priorityClassName,omitempty"`
+	// HookTemplate is the hook template file (a PodTemplateSpec, YAML).
+	HookTemplate string `json:"hookTemplate,omitempty"`
+	// PrepareJobTimeout sets ACTIONS_RUNNER_PREPARE_JOB_TIMEOUT_SECONDS.
+	PrepareJobTimeout metav1.Duration `json:"prepareJobTimeout,omitempty"`
+	// RequireJobContainer is ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER (default true).
+	RequireJobContainer *bool `json:"requireJobContainer,omitempty"`
+	// WorkSize is the work volume's size (default 1Gi).
+	WorkSize resource.Quantity `json:"workSize,omitempty"`
+	// RunnerStartup is from the runner pod Running to the runner taking
+	// jobs (default 5s).
+	RunnerStartup metav1.Duration `json:"runnerStartup,omitempty"`
+	// HookDelay is from job start to the workflow pod's creation (default 5s).
+	HookDelay metav1.Duration `json:"hookDelay,omitempty"`
+}
+
+// Jobs is the job stream: an explicit list, generated jobs, or both.
+type Jobs struct {
+	List     []Job      `json:"list,omitempty"`
+	Generate *Generator `json:"generate,omitempty"`
+}
+
+// Job is one workflow job.
+type Job struct {
+	// At is the arrival (queued) time.
+	At       metav1.Duration `json:"at"`
+	Duration metav1.Duration `json:"duration"`
+	// ScaleSet runs the job (default: the first scale set).
+	ScaleSet string `json:"scaleSet,omitempty"`
+	// Container: the job has a `container:` (default true).
+	Container *bool         `json:"container,omitempty"`
+	Image     string        `json:"image,omitempty"`
+	Services  []arc.Service `json:"services,omitempty"`
+}
+
+// Load reads and validates a scenario file.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data)
+}
+
+// Parse decodes (strictly) and validates a scenario.
+func Parse(data []byte) (*Scenario, error) {
+	var s Scenario
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
+	}
+	return &s, nil
+}
+
+func (s *Scenario) validate() error {
+	var errs []error
+	if s.Name == "" {
+		errs = append(errs, errors.New("name is required"))
+	}
+	if s.TimeScale < 0 {
+		errs = append(errs, errors.New("timeScale must not be negative"))
+	}
+	switch s.Scoring {
+	case "", "LeastAllocated", "MostAllocated":
+	default:
+		errs = append(errs, fmt.Errorf("scoring %q: want LeastAllocated or MostAllocated", s.Scoring))
+	}
+	if len(s.Nodes) == 0 {
+		errs = append(errs, errors.New("no nodes"))
+	}
+	for _, p := range s.Nodes {
+		if p.Name == "" || p.Count <= 0 {
+			errs = append(errs, fmt.Errorf("node pool %q: name and a positive count are required", p.Name))
+		}
+	}
+	if len(s.ScaleSets) == 0 {
+		errs = append(errs, errors.New("no scale sets"))
+	}
+	names := map[string]bool{}
+	for _, set := range s.ScaleSets {
+		names[set.Name] = true
+		if set.Name == "" || set.MaxRunners <= 0 || set.MinRunners < 0 || set.MinRunners > set.MaxRunners {
+			errs = append(errs, fmt.Errorf("scale set %q: want a name and 0 <= minRunners <= maxRunners, maxRunners > 0", set.Name))
+		}
+		if !set.HookMode.Valid() {
+			errs = append(errs, fmt.Errorf("scale set %q: hookMode %q: want one of %v", set.Name, set.HookMode, arc.HookModes))
+		}
+	}
+	for i, j := range s.Jobs.List {
+		if j.ScaleSet != "" && !names[j.ScaleSet] {
+			errs = append(errs, fmt.Errorf("job %d: unknown scale set %q", i, j.ScaleSet))
+		}
+		if j.Duration.Duration <= 0 {
+			errs = append(errs, fmt.Errorf("job %d: duration must be positive", i))
+		}
+	}
+	if g := s.Jobs.Generate; g != nil {
+		errs = append(errs, g.validate(names)...)
+	}
+	if len(s.Jobs.List) == 0 && s.Jobs.Generate == nil {
+		errs = append(errs, errors.New("no jobs"))
+	}
+	return errors.Join(errs...)
+}
+
+// Set returns the named scale set.
+func (s *Scenario) Set(name string) *ScaleSet {
+	for i := range s.ScaleSets {
+		if s.ScaleSets[i].Name == name {
+			return &s.ScaleSets[i]
+		}
+	}
+	return nil
+}
+
+// TotalNodes counts the nodes of all pools.
+func (s *Scenario) TotalNodes() int {
+	n := 0
+	for _, p := range s.Nodes {
+		n += p.Count
+	}
+	return n
+}
+
+func orDefault(d metav1.Duration, def time.Duration) time.Duration {
+	if d.Duration > 0 {
+		return d.Duration
+	}
+	return def
+}
+
+// Startup is the set's runner startup delay.
+func (s *ScaleSet) Startup() time.Duration { return orDefault(s.RunnerStartup, 5*time.Second) }
+
+// Delay is the set's delay from job start to the workflow pod.
+func (s *ScaleSet) Delay() time.Duration { return orDefault(s.HookDelay, 5*time.Second) }

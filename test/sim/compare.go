@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
+	"github.com/tandem-scheduler/tandem/pkg/sim/report"
+	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+)
+
+// Compare runs the scenario with each scheduler in turn, on the same job
+// stream, and returns the report with the ideal packing bound.
+func Compare(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, kinds []Kind, opts Options) (*report.Report, error) {
+	seed := opts.Seed
+	if seed == 0 && sc.Jobs.Generate != nil {
+		seed = sc.Jobs.Generate.Seed
+	}
+	scale := sc.TimeScale
+	if opts.TimeScale > 0 {
+		scale = opts.TimeScale
+	}
+	ideal, err := idealBound(sc, seed)
+	if err != nil {
+		return nil, err
+	}
+	rep := &report.Report{Scenario: sc.Name, Seed: seed, TimeScale: scale, Nodes: sc.TotalNodes(), Ideal: ideal}
+	for _, k := range kinds {
+		run, err := Run(ctx, cfg, sc, k, opts)
+		if err != nil {
+			return rep, err
+		}
+		rep.Runs = append(rep.Runs, run)
+	}
+	return rep, nil
+}
+
+// idealBound computes the bound from each job's runner + workflow pod
+// requests (the workflow pod built by the hook from the set's template).
+func idealBound(sc *scenario.Scenario, seed int64) (report.Ideal, error) {
+	sets, _, err := scaleSets(sc, Default, "ideal", rand.New(rand.NewSource(seed)))
+	if err != nil {
+		return report.Ideal{}, err
+	}
+	pairs, runners := map[string]v1.ResourceList{}, map[string]v1.ResourceList{}
+	for _, s := range sets {
+		runner := s.RunnerPod("runner")
+		runner.Spec.NodeName = "node"
+		wf, err := arc.WorkflowPod(runner, s.HookMode, s.HookTemplate, arc.JobSpec{})
+		if err != nil {
+			return report.Ideal{}, fmt.Errorf("scale set %s: %w", s.Name, err)
+		}
+		runners[s.Name] = resourcehelper.PodRequests(runner, resourcehelper.PodResourcesOptions{})
+		pair := runners[s.Name].DeepCopy()
+		for name, q := range resourcehelper.PodRequests(wf, resourcehelper.PodResourcesOptions{}) {
+			sum := pair[name]
+			sum.Add(q)
+			pair[name] = sum
+		}
+		pairs[s.Name] = pair
+	}
+	total := v1.ResourceList{}
+	for _, pool := range sc.Nodes {
+		for name, q := range pool.Capacity {
+			for range pool.Count {
+				sum := total[name]
+				sum.Add(q)
+				total[name] = sum
+			}
+		}
+	}
+	pair := func(j arc.Job) v1.ResourceList {
+		if !j.Container {
+			return runners[j.ScaleSet]
+		}
+		return pairs[j.ScaleSet]
+	}
+	return report.IdealBound(arcJobs(sc.Stream(seed)), pair, total), nil
+}

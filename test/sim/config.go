@@ -1,0 +1,151 @@
+// Package sim runs a scenario (pkg/sim/scenario) against a real control
+// plane: Nodes, the kubelet, storage and ARC emulators of pkg/sim, one
+// scheduler under test in-process, and the invariant checker, and returns
+// the run's report. cmd/tandem-sim and the integration tests use it.
+package sim
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+)
+
+// Kind is a scheduler under test.
+type Kind string
+
+const (
+	// Default is kube-scheduler's default profile, built from the same
+	// libraries: the baseline.
+	Default Kind = "default"
+	// Tandem is the default profile plus WorkflowReservation.
+	Tandem Kind = "tandem"
+	// AntiAffinity is the default profile with runners spread one per node by
+	// a required pod anti-affinity: the usual workaround.
+	AntiAffinity Kind = "anti-affinity"
+)
+
+// Kinds lists the schedulers under test.
+var Kinds = []Kind{Default, Tandem, AntiAffinity}
+
+// SchedulerName is the profile's schedulerName: what ARC users set (or
+// leave at the default) in their runner and hook templates.
+func (k Kind) SchedulerName() string {
+	if k == Tandem {
+		return "tandem-scheduler"
+	}
+	return v1.DefaultSchedulerName
+}
+
+// SchedulerConfig is the KubeSchedulerConfiguration of the scheduler under
+// test. scoring is the scoring strategy (NodeResourcesFit's, or for tandem
+// WorkflowReservation's reservation-aware one). Backoff is capped at 1s
+// (the minimum) for every scheduler: with time scaled N times, kube-scheduler's
+// real-time backoff (1-10s) would otherwise stretch into minutes of simulated
+// time.
+func SchedulerConfig(k Kind, scoring string) string {
+	if scoring == "" {
+		scoring = "LeastAllocated"
+	}
+	plugins := ""
+	if k == Tandem {
+		// As manifests/scheduler-config.yaml ships it: binding ahead of
+		// DefaultBinder, reservation-aware scoring in place of the stock one.
+		plugins = fmt.Sprintf(`
+  plugins:
+    multiPoint:
+      enabled:
+      - name: %[1]s
+    bind:
+      enabled:
+      - name: %[1]s
+    score:
+      disabled:
+      - name: NodeResourcesFit`, workflowreservation.Name)
+		plugins += fmt.Sprintf(`
+  pluginConfig:
+  - name: %s
+    args:
+      scoringStrategy:
+        type: %s
+        resources:
+        - {name: cpu, weight: 1}
+        - {name: memory, weight: 1}`, workflowreservation.Name, scoring)
+	} else {
+		plugins = "\n  pluginConfig:"
+	}
+	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+profiles:
+- schedulerName: %s%s
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: %s
+        resources:
+        - {name: cpu, weight: 1}
+        - {name: memory, weight: 1}
+`, k.SchedulerName(), plugins, scoring)
+}
+
+// configure applies what a user of the scheduler under test sets in the
+// chart: the runner's schedulerName, for tandem the hook template's
+// schedulerName (so workflow pods that go through a scheduler go through
+// tandem), for the workaround the runners' anti-affinity.
+func configure(k Kind, set *arc.ScaleSet) error {
+	set.SchedulerName = k.SchedulerName()
+	switch k {
+	case Tandem:
+		tmpl, err := withSchedulerName(set.HookTemplate, k.SchedulerName())
+		if err != nil {
+			return fmt.Errorf("scale set %s: %w", set.Name, err)
+		}
+		set.HookTemplate = tmpl
+	case AntiAffinity:
+		set.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{arc.LabelEphemeralRunner: "True"}},
+				TopologyKey:   v1.LabelHostname,
+			}},
+		}}
+	}
+	return nil
+}
+
+// withSchedulerName sets spec.schedulerName in a hook template unless it
+// names one already.
+func withSchedulerName(tmpl, name string) (string, error) {
+	m := map[string]any{}
+	if err := yaml.Unmarshal([]byte(tmpl), &m); err != nil {
+		return "", fmt.Errorf("hook template: %w", err)
+	}
+	spec, _ := m["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	if _, ok := spec["schedulerName"]; ok {
+		return tmpl, nil
+	}
+	spec["schedulerName"] = name
+	m["spec"] = spec
+	out, err := yaml.Marshal(m)
+	return string(out), err
+}
+
+// Valid reports whether k is a known scheduler under test.
+func (k Kind) Valid() bool {
+	for _, known := range Kinds {
+		if k == known {
+			return true
+		}
+	}
+	return false
+}

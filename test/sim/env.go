@@ -1,0 +1,130 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+	"github.com/tandem-scheduler/tandem/pkg/sim/storage"
+	"github.com/tandem-scheduler/tandem/test/controlplane"
+)
+
+// environment is one run's namespace and nodes.
+type environment struct {
+	client      kubernetes.Interface
+	ns          string
+	nodes       []string
+	allocatable map[string]v1.ResourceList
+}
+
+// setUp creates the namespace, the StorageClass and the scenario's nodes.
+func (e *environment) setUp(ctx context.Context, sc *scenario.Scenario) error {
+	if err := controlplane.EnsureNamespace(ctx, e.client, e.ns); err != nil {
+		return err
+	}
+	if _, err := e.client.StorageV1().StorageClasses().Create(ctx, storage.StorageClass(StorageClassName), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating StorageClass: %w", err)
+	}
+	e.allocatable = map[string]v1.ResourceList{}
+	for _, pool := range sc.Nodes {
+		for i := 1; i <= pool.Count; i++ {
+			name := fmt.Sprintf("%s-%d", pool.Name, i)
+			node, err := controlplane.CreateNode(ctx, e.client, name, pool.Capacity, pool.Labels)
+			if err != nil {
+				return err
+			}
+			e.nodes = append(e.nodes, name)
+			if len(pool.Taints) > 0 {
+				node.Spec.Taints = pool.Taints
+				if node, err = e.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+					return fmt.Errorf("tainting node %s: %w", name, err)
+				}
+			}
+			e.allocatable[name] = node.Status.Allocatable
+		}
+	}
+	return nil
+}
+
+// cleanup removes the run's pods, claims, volumes and nodes (the namespace
+// stays: no namespace controller runs).
+func (e *environment) cleanup(logger klog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	zero := int64(0)
+	pods := e.client.CoreV1().Pods(e.ns)
+	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		logger.Error(err, "Deleting pods", "namespace", e.ns)
+	}
+	unprotect := []byte(`{"metadata":{"finalizers":null}}`)
+	if claims, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, c := range claims.Items {
+			_, _ = e.client.CoreV1().PersistentVolumeClaims(e.ns).Patch(ctx, c.Name, types.MergePatchType, unprotect, metav1.PatchOptions{})
+			_ = e.client.CoreV1().PersistentVolumeClaims(e.ns).Delete(ctx, c.Name, metav1.DeleteOptions{})
+		}
+	}
+	if pvs, err := e.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, pv := range pvs.Items {
+			if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == e.ns {
+				_, _ = e.client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, unprotect, metav1.PatchOptions{})
+				_ = e.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{})
+			}
+		}
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := pods.List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, nil
+	})
+	for _, n := range e.nodes {
+		if err := e.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			logger.Error(err, "Deleting node", "node", n)
+		}
+	}
+}
+
+// probe checks that no room is left held once every runner is gone: on each
+// node it places, through the scheduler under test, a pod asking for the
+// node's whole allocatable cpu and memory. It returns the nodes where the
+// probe could not be placed.
+func probe(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, nodes map[string]v1.ResourceList) ([]string, error) {
+	names := map[string]string{}
+	for node, alloc := range nodes {
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "probe-" + node, Namespace: ns},
+			Spec: v1.PodSpec{
+				SchedulerName: schedulerName,
+				RestartPolicy: v1.RestartPolicyNever,
+				NodeSelector:  map[string]string{v1.LabelHostname: node},
+				Tolerations:   []v1.Toleration{{Operator: v1.TolerationOpExists}},
+				Containers: []v1.Container{{Name: "probe", Image: "probe", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+					v1.ResourceCPU: alloc[v1.ResourceCPU], v1.ResourceMemory: alloc[v1.ResourceMemory],
+				}}}},
+			},
+		}
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating probe: %w", err)
+		}
+		names[pod.Name] = node
+	}
+	var blocked []string
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		blocked = blocked[:0]
+		for name, node := range names {
+			pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || pod.Spec.NodeName == "" {
+				blocked = append(blocked, node)
+			}
+		}
+		return len(blocked) == 0, nil
+	})
+	return blocked, nil
+}
