@@ -31,9 +31,11 @@ type reservation struct {
 // by informer events, and rebuilt from runner pods after a restart. It keeps
 // a tally by phase for the metrics, so that reading them costs nothing.
 type store struct {
-	mu     sync.RWMutex
-	byPod  map[types.NamespacedName]*reservation
-	byNode map[string]map[types.NamespacedName]*reservation
+	mu    sync.RWMutex
+	byPod map[types.NamespacedName]*reservation
+	// byNode lists each node's reservations; a slice, because Filter and
+	// Score walk it for every node of every cycle.
+	byNode map[string][]*reservation
 	tally  tally
 }
 
@@ -74,7 +76,7 @@ func (t *tally) count(r *reservation, sign int64) {
 func newStore() *store {
 	return &store{
 		byPod:  map[types.NamespacedName]*reservation{},
-		byNode: map[string]map[types.NamespacedName]*reservation{},
+		byNode: map[string][]*reservation{},
 	}
 }
 
@@ -84,10 +86,7 @@ func (s *store) put(r *reservation) {
 	defer s.mu.Unlock()
 	s.deleteLocked(r.runner)
 	s.byPod[r.runner] = r
-	if s.byNode[r.node] == nil {
-		s.byNode[r.node] = map[types.NamespacedName]*reservation{}
-	}
-	s.byNode[r.node][r.runner] = r
+	s.byNode[r.node] = append(s.byNode[r.node], r)
 	s.tally.count(r, 1)
 }
 
@@ -111,11 +110,19 @@ func (s *store) deleteLocked(runner types.NamespacedName) {
 	}
 	s.tally.count(r, -1)
 	delete(s.byPod, runner)
-	if m := s.byNode[r.node]; m != nil {
-		delete(m, runner)
-		if len(m) == 0 {
-			delete(s.byNode, r.node)
+	list := s.byNode[r.node]
+	for i := range list {
+		if list[i] == r {
+			list[i] = list[len(list)-1]
+			list[len(list)-1] = nil
+			list = list[:len(list)-1]
+			break
 		}
+	}
+	if len(list) == 0 {
+		delete(s.byNode, r.node)
+	} else {
+		s.byNode[r.node] = list
 	}
 }
 
@@ -123,11 +130,10 @@ func (s *store) deleteLocked(runner types.NamespacedName) {
 func (s *store) removeNode(node string) []*reservation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*reservation
-	for runner, r := range s.byNode[node] {
-		out = append(out, r)
+	out := s.byNode[node]
+	for _, r := range out {
 		s.tally.count(r, -1)
-		delete(s.byPod, runner)
+		delete(s.byPod, r.runner)
 	}
 	delete(s.byNode, node)
 	return out
