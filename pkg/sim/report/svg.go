@@ -46,17 +46,22 @@ func WriteSVG(path string, r *Report) error {
 	x := func(t time.Duration) float64 { return marginLeft + plotW*t.Seconds()/end.Seconds() }
 
 	var b bytes.Buffer
-	height := 40
+	height := 52
 	for _, run := range r.Runs {
 		height += panelHeader + len(run.Timeline)*(laneHeight+laneGap) + panelFooter
 	}
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", svgWidth, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	text(&b, 10, 22, 15, "bold", fmt.Sprintf("Scenario %s: node cpu over simulated time (blue: admitted requests, orange: reserved for workflow pods, red: failed job)", r.Scenario))
-	y := 40
+	text(&b, 10, 22, 15, "bold", fmt.Sprintf("Scenario %s: node cpu over simulated time", r.Scenario))
+	text(&b, 10, 40, 12, "normal", "blue: admitted requests · orange: reserved for workflow pods · red: a failed job")
+	y := 52
 	for _, run := range r.Runs {
-		title := fmt.Sprintf("%s: %d of %d jobs failed %s; makespan %.0fs, %.1f jobs/h, cpu util %.0f%%",
-			run.Scheduler, run.Jobs.Failed, run.Jobs.Submitted, reasons(run.Jobs.FailedByReason), run.MakespanSeconds, run.JobsPerHour, 100*run.MeanNodeCPUUtilization)
+		failed := fmt.Sprintf("%d of %d jobs failed", run.Jobs.Failed, run.Jobs.Submitted)
+		if run.Jobs.Failed > 0 {
+			failed += " (" + reasons(run.Jobs.FailedByReason) + ")"
+		}
+		title := fmt.Sprintf("%s: %s; makespan %.0fs, %.1f jobs/h, cpu util %.0f%%",
+			run.Scheduler, failed, run.MakespanSeconds, run.JobsPerHour, 100*run.MeanNodeCPUUtilization)
 		text(&b, 10, y+28, 13, "bold", title)
 		y += panelHeader
 		failures := map[string][]Failure{}
