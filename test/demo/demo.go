@@ -119,48 +119,10 @@ func (r Result) Waiting() int {
 	return n
 }
 
-// SchedulerConfig is the KubeSchedulerConfiguration of one run.
+// SchedulerConfig is the KubeSchedulerConfiguration of one run: the same
+// scoring strategy, with tandem counting reserved room as used.
 func SchedulerConfig(s Scheduler, scoring string) string {
-	if s == Tandem {
-		// The same strategy, scored with reserved room counted as used.
-		return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: %s
-  plugins:
-    multiPoint:
-      enabled:
-      - name: %s
-    bind:
-      enabled:
-      - name: %s
-    score:
-      disabled:
-      - name: NodeResourcesFit
-  pluginConfig:
-  - name: %s
-    args:
-      scoringStrategy:
-        type: %s
-`, SchedulerName, workflowreservation.Name, workflowreservation.Name, workflowreservation.Name, scoring)
-	}
-	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: %s
-  pluginConfig:
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-        type: %s
-        resources:
-        - {name: cpu, weight: 1}
-        - {name: memory, weight: 1}
-`, SchedulerName, scoring)
+	return inprocess.Config(inprocess.Profile{SchedulerName: SchedulerName, Tandem: s == Tandem, Scoring: scoring})
 }
 
 // Run runs c under s on the control plane behind cfg. It starts and stops

@@ -53,27 +53,10 @@ func run(m *testing.M) int {
 
 const schedulerName = "tandem-scheduler"
 
-// tandemConfig is a tandem profile with the given WorkflowReservation args
-// (YAML, indented for the args block) or none.
-func tandemConfig(args string) string {
-	cfg := `apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: tandem-scheduler
-  plugins:
-    multiPoint:
-      enabled:
-      - name: WorkflowReservation
-    bind:
-      enabled:
-      - name: WorkflowReservation
-`
-	if args != "" {
-		cfg += "  pluginConfig:\n  - name: WorkflowReservation\n    args:\n" + args
-	}
-	return cfg
+// tandemConfig is the shipped tandem profile with extra WorkflowReservation
+// args (YAML lines at the args level).
+func tandemConfig(args ...string) string {
+	return inprocess.Config(inprocess.Profile{SchedulerName: schedulerName, Tandem: true, Args: args})
 }
 
 // env is one test's namespace, nodes and scheduler.

@@ -47,7 +47,7 @@ func TestDemoCases(t *testing.T) {
 // (b) A non-runner pod cannot take reserved room; it gets the room once the
 // reservation is claimed by a smaller workflow pod, or released.
 func TestReservedRoomIsNotFree(t *testing.T) {
-	e := newEnv(t, tandemConfig(""), map[string]string{"b-n1": "2"})
+	e := newEnv(t, tandemConfig(), map[string]string{"b-n1": "2"})
 	e.runner("r1", "1", "1")
 	e.bound("r1")
 
@@ -80,7 +80,7 @@ func TestReservedRoomIsNotFree(t *testing.T) {
 // (c) A workflow pod scheduled by tandem lands on its runner's node even when
 // another node has more room, and the node's accounting is exact afterwards.
 func TestWorkflowPodThroughTandem(t *testing.T) {
-	e := newEnv(t, tandemConfig(""), map[string]string{"c-small": "3", "c-big": "16"})
+	e := newEnv(t, tandemConfig(), map[string]string{"c-small": "3", "c-big": "16"})
 	r1 := e.create("r1", podSpec{cpu: "1", runner: true, onNode: "c-small",
 		annotations: map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=1"}})
 	e.bound("r1")
@@ -114,7 +114,7 @@ func requireNode(node string) func(*v1.Pod) {
 // (d) A workflow pod pinned with nodeName turns the reservation into itself:
 // no gap, no double count.
 func TestWorkflowPodWithNodeName(t *testing.T) {
-	e := newEnv(t, tandemConfig(""), map[string]string{"d-n1": "3"})
+	e := newEnv(t, tandemConfig(), map[string]string{"d-n1": "3"})
 	e.runner("r1", "1", "1")
 	e.bound("r1")
 	wf := e.create("r1-workflow", podSpec{cpu: "1", workflowOf: "r1", node: "d-n1"})
@@ -128,7 +128,7 @@ func TestWorkflowPodWithNodeName(t *testing.T) {
 
 // (e) Deleting the runner releases its room.
 func TestRunnerDeletedReleasesRoom(t *testing.T) {
-	e := newEnv(t, tandemConfig(""), map[string]string{"e-n1": "2"})
+	e := newEnv(t, tandemConfig(), map[string]string{"e-n1": "2"})
 	e.runner("r1", "1", "1")
 	e.bound("r1")
 	e.create("other", podSpec{cpu: "2"})
@@ -141,7 +141,7 @@ func TestRunnerDeletedReleasesRoom(t *testing.T) {
 // (f) tandem restarts between the runner's bind and its workflow pod: the
 // reservation is rebuilt from the runner pod before anything is scheduled.
 func TestRestartKeepsReservation(t *testing.T) {
-	e := newEnv(t, tandemConfig(""), map[string]string{"f-n1": "3"})
+	e := newEnv(t, tandemConfig(), map[string]string{"f-n1": "3"})
 	e.runner("r1", "1", "1")
 	e.bound("r1")
 

@@ -75,7 +75,7 @@ func (e *env) recordedReservation(name string) (node, cpu, source string) {
 // (g) The workflow pod's size comes from the hook template the runner
 // mounts: $job, a $service and a sidecar summed.
 func TestSizeFromHookTemplate(t *testing.T) {
-	e := newEnv(t, tandemConfig(""), map[string]string{"g-small": "2500m", "g-big": "3"})
+	e := newEnv(t, tandemConfig(), map[string]string{"g-small": "2500m", "g-big": "3"})
 	e.hookTemplates(map[string]string{"default.yaml": hookTemplate})
 	e.create("r1", podSpec{cpu: "1", runner: true, mutate: withTemplate("default.yaml")})
 	// 1 + 2 cpu fits only on g-big, exactly.
@@ -91,7 +91,7 @@ func TestSizeFromHookTemplate(t *testing.T) {
 
 // (h) Bad input is reported on the pod and never crashes or leaks.
 func TestBadInput(t *testing.T) {
-	e := newEnv(t, tandemConfig("      defaultWorkflowRequests:\n        cpu: 500m\n"), map[string]string{"h-n1": "4"})
+	e := newEnv(t, tandemConfig("defaultWorkflowRequests: {cpu: 500m}"), map[string]string{"h-n1": "4"})
 	e.hookTemplates(map[string]string{"default.yaml": hookTemplate, "broken.yaml": "spec: ["})
 
 	// A malformed annotation: Warning event, the hook template is used.
@@ -125,7 +125,7 @@ func TestBadInput(t *testing.T) {
 // (h) Without a default, a runner whose only size source is broken waits
 // with the reason instead of being placed as if it had no workflow pod.
 func TestBrokenSourceWithoutDefault(t *testing.T) {
-	e := newEnv(t, tandemConfig(""), map[string]string{"h2-n1": "4"})
+	e := newEnv(t, tandemConfig(), map[string]string{"h2-n1": "4"})
 	e.create("gone", podSpec{cpu: "100m", runner: true, mutate: withTemplate("default.yaml")})
 	wantContains(t, "pending message", e.unschedulable("gone"), "size of its workflow pod is unknown", "ConfigMap "+e.ns+"/hook-templates not found")
 	e.event("gone", workflowreservation.ReasonInvalidWorkflowSize)

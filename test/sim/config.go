@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/test/inprocess"
 )
 
 // Kind is a scheduler under test.
@@ -48,52 +48,7 @@ func (k Kind) SchedulerName() string {
 // real-time backoff (1-10s) would otherwise stretch into minutes of simulated
 // time.
 func SchedulerConfig(k Kind, scoring string) string {
-	if scoring == "" {
-		scoring = "LeastAllocated"
-	}
-	plugins := ""
-	if k == Tandem {
-		// As manifests/scheduler-config.yaml ships it: binding ahead of
-		// DefaultBinder, reservation-aware scoring in place of the stock one.
-		plugins = fmt.Sprintf(`
-  plugins:
-    multiPoint:
-      enabled:
-      - name: %[1]s
-    bind:
-      enabled:
-      - name: %[1]s
-    score:
-      disabled:
-      - name: NodeResourcesFit`, workflowreservation.Name)
-		plugins += fmt.Sprintf(`
-  pluginConfig:
-  - name: %s
-    args:
-      scoringStrategy:
-        type: %s
-        resources:
-        - {name: cpu, weight: 1}
-        - {name: memory, weight: 1}`, workflowreservation.Name, scoring)
-	} else {
-		plugins = "\n  pluginConfig:"
-	}
-	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-podInitialBackoffSeconds: 1
-podMaxBackoffSeconds: 1
-profiles:
-- schedulerName: %s%s
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-        type: %s
-        resources:
-        - {name: cpu, weight: 1}
-        - {name: memory, weight: 1}
-`, k.SchedulerName(), plugins, scoring)
+	return inprocess.Config(inprocess.Profile{SchedulerName: k.SchedulerName(), Tandem: k == Tandem, Scoring: scoring, BackoffSeconds: 1})
 }
 
 // configure applies what a user of the scheduler under test sets in the

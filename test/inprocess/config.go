@@ -1,0 +1,71 @@
+package inprocess
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+)
+
+// Profile describes the one profile of a KubeSchedulerConfiguration built by
+// Config.
+type Profile struct {
+	// SchedulerName is the profile's schedulerName.
+	SchedulerName string
+	// Tandem enables WorkflowReservation as manifests/scheduler-config.yaml
+	// ships it: at multiPoint, at bind ahead of DefaultBinder, and scoring
+	// in place of NodeResourcesFit's score.
+	Tandem bool
+	// Scoring is LeastAllocated (default) or MostAllocated, for
+	// NodeResourcesFit, or for WorkflowReservation's score with Tandem.
+	Scoring string
+	// Args are more WorkflowReservation args, as YAML lines at the args
+	// level (e.g. "defaultWorkflowRequests: {cpu: 500m}"); Tandem only.
+	Args []string
+	// BackoffSeconds sets podInitialBackoffSeconds and podMaxBackoffSeconds
+	// when not zero.
+	BackoffSeconds int
+}
+
+// Config renders p as a KubeSchedulerConfiguration without leader election,
+// for Start.
+func Config(p Profile) string {
+	scoring := p.Scoring
+	if scoring == "" {
+		scoring = "LeastAllocated"
+	}
+	var b strings.Builder
+	b.WriteString("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\n")
+	if p.BackoffSeconds > 0 {
+		fmt.Fprintf(&b, "podInitialBackoffSeconds: %d\npodMaxBackoffSeconds: %d\n", p.BackoffSeconds, p.BackoffSeconds)
+	}
+	fmt.Fprintf(&b, "profiles:\n- schedulerName: %s\n", p.SchedulerName)
+	plugin, args := "NodeResourcesFit", []string{}
+	if p.Tandem {
+		plugin, args = workflowreservation.Name, p.Args
+		fmt.Fprintf(&b, `  plugins:
+    multiPoint:
+      enabled:
+      - name: %[1]s
+    bind:
+      enabled:
+      - name: %[1]s
+    score:
+      disabled:
+      - name: NodeResourcesFit
+`, plugin)
+	}
+	fmt.Fprintf(&b, `  pluginConfig:
+  - name: %s
+    args:
+      scoringStrategy:
+        type: %s
+        resources:
+        - {name: cpu, weight: 1}
+        - {name: memory, weight: 1}
+`, plugin, scoring)
+	for _, line := range args {
+		fmt.Fprintf(&b, "      %s\n", line)
+	}
+	return b.String()
+}
