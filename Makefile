@@ -43,10 +43,16 @@ test: control-plane build verify test-tools
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
 
+## generate: deepcopy, conversion and defaulting code of pkg/apis (zz_generated.*.go)
+.PHONY: generate
+generate:
+	hack/update-codegen.sh
+
 ## verify: gofmt and go vet
 .PHONY: verify
 verify:
 	hack/verify-gofmt.sh
+	hack/verify-codegen.sh
 	$(GO) vet ./...
 
 ## local-up: etcd + kube-apiserver + tandem-scheduler in the background; prints the KUBECONFIG line
