@@ -5,6 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // WorkflowReservationArgs holds arguments used to configure the
 // WorkflowReservation plugin.
 type WorkflowReservationArgs struct {

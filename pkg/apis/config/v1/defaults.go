@@ -18,10 +18,7 @@ const (
 )
 
 func addDefaultingFuncs(scheme *runtime.Scheme) error {
-	scheme.AddTypeDefaultingFunc(&WorkflowReservationArgs{}, func(obj interface{}) {
-		SetDefaults_WorkflowReservationArgs(obj.(*WorkflowReservationArgs))
-	})
-	return nil
+	return RegisterDefaults(scheme)
 }
 
 // SetDefaults_WorkflowReservationArgs sets the default parameters for the

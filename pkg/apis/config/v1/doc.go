@@ -4,5 +4,8 @@
 // their defaults and conversions to the internal types in
 // github.com/tandem-scheduler/tandem/pkg/apis/config.
 //
+// +k8s:deepcopy-gen=package
+// +k8s:conversion-gen=github.com/tandem-scheduler/tandem/pkg/apis/config
+// +k8s:defaulter-gen=TypeMeta
 // +groupName=kubescheduler.config.k8s.io
 package v1

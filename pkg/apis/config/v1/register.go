@@ -21,7 +21,9 @@ var (
 )
 
 func init() {
-	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs, addConversionFuncs)
+	// We only register manually written functions here. The generated
+	// conversion functions register themselves in zz_generated.conversion.go.
+	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs)
 }
 
 // addKnownTypes registers known types to the given scheme.
