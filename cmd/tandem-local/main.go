@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tandem-scheduler/tandem/test/controlplane"
+	"github.com/tandem-scheduler/tandem/pkg/controlplane"
 )
 
 const (

@@ -15,10 +15,10 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/controlplane"
+	"github.com/tandem-scheduler/tandem/pkg/sim"
 	"github.com/tandem-scheduler/tandem/pkg/sim/report"
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
-	"github.com/tandem-scheduler/tandem/test/controlplane"
-	"github.com/tandem-scheduler/tandem/test/sim"
 )
 
 func main() {
@@ -33,8 +33,9 @@ func main() {
 	timeout := flag.Duration("timeout", 30*time.Minute, "real-time limit per scheduler run")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *scenarioFile, *schedulers, *out, sim.Options{Seed: *seed, TimeScale: *timeScale, Timeout: *timeout}); err != nil {
+	err := run(ctx, *scenarioFile, *schedulers, *out, sim.Options{Seed: *seed, TimeScale: *timeScale, Timeout: *timeout})
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "tandem-sim:", err)
 		os.Exit(1)
 	}
@@ -59,7 +60,11 @@ func run(ctx context.Context, file, schedulers, out string, opts sim.Options) er
 	if err != nil {
 		return err
 	}
-	defer cp.Stop()
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "tandem-sim: stopping the control plane:", err)
+		}
+	}()
 	for _, k := range kinds {
 		fmt.Printf("Running with scheduler %q ...\n", k)
 	}

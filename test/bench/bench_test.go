@@ -12,7 +12,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 
-	"github.com/tandem-scheduler/tandem/test/inprocess"
+	"github.com/tandem-scheduler/tandem/pkg/inprocess"
 )
 
 func TestMain(m *testing.M) {

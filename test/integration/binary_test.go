@@ -10,8 +10,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tandem-scheduler/tandem/pkg/controlplane"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
-	"github.com/tandem-scheduler/tandem/test/controlplane"
 )
 
 // The shipped binary with the shipped configuration: it reports a real

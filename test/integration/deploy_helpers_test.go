@@ -23,7 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tandem-scheduler/tandem/test/controlplane"
+	"github.com/tandem-scheduler/tandem/pkg/controlplane"
 )
 
 // applyServerSide applies objs as the admin with server-side apply, as

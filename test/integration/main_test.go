@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/tandem-scheduler/tandem/pkg/controlplane"
+	"github.com/tandem-scheduler/tandem/pkg/inprocess"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
-	"github.com/tandem-scheduler/tandem/test/controlplane"
-	"github.com/tandem-scheduler/tandem/test/inprocess"
 )
 
 // restConfig reaches the control plane shared by every test of the package.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/inprocess"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
 	"github.com/tandem-scheduler/tandem/pkg/sim/clock"
 	"github.com/tandem-scheduler/tandem/pkg/sim/invariant"
@@ -19,7 +21,6 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/sim/report"
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
 	"github.com/tandem-scheduler/tandem/pkg/sim/storage"
-	"github.com/tandem-scheduler/tandem/test/inprocess"
 )
 
 // StorageClassName is the WaitForFirstConsumer class of the runners' work volumes.
@@ -57,7 +58,9 @@ func Run(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k Kind, o
 		return report.Run{}, err
 	}
 	r := rand.New(rand.NewSource(seed))
-	ns := fmt.Sprintf("sim-%s-%s", k, arc.Suffix(r))
+	// Namespaces outlive a run (no namespace controller deletes them): a
+	// new one per run, whatever the scenario and seed.
+	ns := namespaceName(sc.Name, k)
 	env := &environment{client: client, ns: ns}
 	defer env.cleanup(logger)
 	if err := env.setUp(ctx, sc); err != nil {
@@ -158,4 +161,13 @@ func scaleSets(sc *scenario.Scenario, k Kind, ns string, r *rand.Rand) ([]*arc.S
 		timing = append(timing, arc.SetTiming{RunnerStartup: s.Startup(), HookDelay: s.Delay()})
 	}
 	return sets, timing, nil
+}
+
+// namespaceName is a new namespace name for a run of scenario with k.
+func namespaceName(scenario string, k Kind) string {
+	prefix := fmt.Sprintf("sim-%s-%s", scenario, k)
+	if len(prefix) > 50 {
+		prefix = prefix[:50]
+	}
+	return strings.TrimSuffix(prefix, "-") + "-" + arc.Suffix(rand.New(rand.NewSource(time.Now().UnixNano())))
 }

@@ -21,6 +21,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/profile"
 
+	// Registers WorkflowReservationArgs with kube-scheduler's config scheme.
 	_ "github.com/tandem-scheduler/tandem/pkg/apis/config/scheme"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )

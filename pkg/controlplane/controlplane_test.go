@@ -19,14 +19,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/tandem-scheduler/tandem/test/controlplane"
+	"github.com/tandem-scheduler/tandem/pkg/controlplane"
 )
 
 // TestControlPlane starts etcd and kube-apiserver, uses them through the REST
 // config and the kubeconfig, then stops them and checks nothing is left.
 func TestControlPlane(t *testing.T) {
 	started := time.Now()
-	cp := controlplane.StartForTest(t)
+	cp := startForTest(t)
 	t.Logf("control plane ready in %v at %s (dir %s)", time.Since(started).Round(time.Millisecond), cp.URL(), cp.Dir())
 	ctx := t.Context()
 
@@ -225,4 +225,35 @@ func wantGitVersion(t *testing.T) string {
 		t.Fatal("no k8s.io/kubernetes requirement in go.mod")
 	}
 	return string(m[1])
+}
+
+// startForTest starts a control plane in a new temporary directory and
+// registers its Stop with t.Cleanup. It fails the test if the start fails.
+// When the test has failed, Cleanup logs the tail of both logs and keeps the
+// directory.
+func startForTest(t testing.TB) *controlplane.ControlPlane {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tandem-controlplane-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := controlplane.Start(t.Context(), controlplane.Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("starting the control plane (logs in %s): %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+		if t.Failed() {
+			for _, name := range []string{controlplane.EtcdName, controlplane.APIServerName} {
+				log := filepath.Join(dir, name+".log")
+				t.Logf("last lines of %s:\n%s", log, controlplane.LogTail(log, 30))
+			}
+			t.Logf("control plane directory kept: %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return cp
 }

@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/controlplane"
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
 	"github.com/tandem-scheduler/tandem/pkg/sim/storage"
-	"github.com/tandem-scheduler/tandem/test/controlplane"
 )
 
 // environment is one run's namespace and nodes.

@@ -27,8 +27,14 @@ type Profile struct {
 	BackoffSeconds int
 }
 
-// Config renders p as a KubeSchedulerConfiguration without leader election,
-// for Start.
+// Config renders p as a KubeSchedulerConfiguration for Start. With Tandem
+// and no Args or Scoring it is manifests/scheduler-config.yaml except for
+// what TestConfigMatchesShipped lists as the only differences:
+//   - leader election is off: one scheduler per run, which a test may stop
+//     and start again at once, without waiting for a lease;
+//   - no defaultWorkflowRequests or defaultStepRequests: every test and
+//     scenario states its runners' sizes, so a reservation never comes from
+//     a default nobody asked for.
 func Config(p Profile) string {
 	scoring := p.Scoring
 	if scoring == "" {

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tandem-scheduler/tandem/pkg/inprocess"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
-	"github.com/tandem-scheduler/tandem/test/inprocess"
 )
 
 // Kind is a scheduler under test.

@@ -171,7 +171,7 @@ func (p *Process) WaitHTTP(ctx context.Context, client *http.Client, url string,
 func probe(ctx context.Context, client *http.Client, url string, header http.Header) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func CreateNode(ctx context.Context, client kubernetes.Interface, name string, c
 				Type:               v1.NodeReady,
 				Status:             v1.ConditionTrue,
 				Reason:             "KubeletReady",
-				Message:            "created by test/controlplane.CreateNode",
+				Message:            "created by controlplane.CreateNode",
 				LastHeartbeatTime:  now,
 				LastTransitionTime: now,
 			}},
