@@ -28,10 +28,11 @@ control-plane:
 demo: control-plane
 	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/seed.yaml --schedulers default,tandem
 
-## demo-small: the two hand-made cases of the walking skeleton (test/demo)
+## demo-small: two small cases (test/scenarios/small-*.yaml): the seed sequence and a burst, default kube-scheduler vs tandem
 .PHONY: demo-small
 demo-small: control-plane
-	$(GO) run ./cmd/tandem-demo
+	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/small-seed.yaml --out _output/demo-small/seed
+	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/small-burst.yaml --out _output/demo-small/burst
 
 ## test: unit and integration tests (integration tests run real etcd + kube-apiserver)
 .PHONY: test

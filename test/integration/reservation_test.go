@@ -1,48 +1,12 @@
 package integration
 
 import (
-	"encoding/json"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
-	"github.com/tandem-scheduler/tandem/test/demo"
 )
-
-// (a) Both demo cases, both schedulers: plain kube-scheduler fails jobs,
-// tandem fails none and keeps runners without a pair slot pending.
-func TestDemoCases(t *testing.T) {
-	for _, c := range demo.Cases {
-		plain, err := demo.Run(t.Context(), restConfig, c, demo.Plain)
-		if err != nil {
-			t.Fatalf("%s with plain kube-scheduler: %v", c.Name, err)
-		}
-		tandem, err := demo.Run(t.Context(), restConfig, c, demo.Tandem)
-		if err != nil {
-			t.Fatalf("%s with tandem: %v", c.Name, err)
-		}
-		if plain.Rejected() == 0 {
-			t.Errorf("%s: plain kube-scheduler rejected no workflow pod; the seed failure did not reproduce: %+v", c.Name, plain.Outcomes)
-		}
-		if tandem.Rejected() != 0 {
-			t.Errorf("%s: tandem let %d workflow pod(s) be rejected: %+v", c.Name, tandem.Rejected(), tandem.Outcomes)
-		}
-		runners := 0
-		for _, w := range c.Waves {
-			runners += len(w)
-		}
-		// 2 nodes of 3 cpu hold 2 pairs of 1+1 cpu.
-		if want := max(0, runners-2); tandem.Waiting() != want {
-			t.Errorf("%s: tandem left %d runner(s) pending, want %d: %+v", c.Name, tandem.Waiting(), want, tandem.Outcomes)
-		}
-		for _, o := range tandem.Outcomes {
-			if o.Node == "" {
-				wantContains(t, "pending message of "+o.Runner, o.Pending, workflowreservation.ErrReasonPairDoesNotFit)
-			}
-		}
-	}
-}
 
 // (b) A non-runner pod cannot take reserved room; it gets the room once the
 // reservation is claimed by a smaller workflow pod, or released.
@@ -145,16 +109,8 @@ func TestRestartKeepsReservation(t *testing.T) {
 	e.runner("r1", "1", "1")
 	e.bound("r1")
 
-	var recorded struct {
-		Node     string            `json:"node"`
-		Requests map[string]string `json:"requests"`
-		Source   string            `json:"source"`
-	}
-	if err := json.Unmarshal([]byte(e.get("r1").Annotations[workflowreservation.ReservationAnnotation]), &recorded); err != nil {
-		t.Fatalf("runner carries no readable reservation: %v", err)
-	}
-	if recorded.Node != "f-n1" || recorded.Requests["cpu"] != "1" || recorded.Source != "annotation" {
-		t.Errorf("recorded reservation = %+v, want cpu 1 on f-n1 from annotation", recorded)
+	if node, cpu, source := e.recordedReservation("r1"); node != "f-n1" || cpu != "1" || source != "annotation" {
+		t.Errorf("recorded reservation = %s %s %s, want cpu 1 on f-n1 from annotation", node, cpu, source)
 	}
 
 	e.stopScheduler()

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -57,19 +56,12 @@ func withTemplate(file string) func(*v1.Pod) {
 
 func (e *env) recordedReservation(name string) (node, cpu, source string) {
 	e.t.Helper()
-	var r struct {
-		Node     string            `json:"node"`
-		Requests map[string]string `json:"requests"`
-		Source   string            `json:"source"`
+	r, ok, err := workflowreservation.RecordedReservation(e.get(name))
+	if !ok || err != nil {
+		e.t.Fatalf("runner %s carries no readable reservation (present %v): %v", name, ok, err)
 	}
-	value, ok := e.get(name).Annotations[workflowreservation.ReservationAnnotation]
-	if !ok {
-		e.t.Fatalf("runner %s carries no reservation", name)
-	}
-	if err := json.Unmarshal([]byte(value), &r); err != nil {
-		e.t.Fatal(err)
-	}
-	return r.Node, r.Requests["cpu"], r.Source
+	q := r.Requests[v1.ResourceCPU]
+	return r.Node, q.String(), string(r.Source)
 }
 
 // (g) The workflow pod's size comes from the hook template the runner
