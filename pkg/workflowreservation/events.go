@@ -1,5 +1,7 @@
 package workflowreservation
 
+import "unicode/utf8"
+
 // Event reasons, on the runner unless noted.
 const (
 	// ReasonReserved: room for the workflow pod was reserved.
@@ -20,9 +22,16 @@ const (
 // maxNoteLength is the events API's limit on a note.
 const maxNoteLength = 1024
 
+// truncate shortens s to at most maxNoteLength bytes for an event note,
+// cutting at a rune boundary so that the note stays valid UTF-8.
 func truncate(s string) string {
 	if len(s) <= maxNoteLength {
 		return s
 	}
-	return s[:maxNoteLength-3] + "..."
+	const ellipsis = "..."
+	cut := maxNoteLength - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
 }

@@ -58,7 +58,10 @@ func (pl *WorkflowReservation) Score(_ context.Context, cs fwk.CycleState, _ *v1
 	if err != nil {
 		return 0, fwk.AsStatus(fmt.Errorf("reading %q from cycleState: %w", preScoreStateKey, err))
 	}
-	s := c.(*scoreState)
+	s, ok := c.(*scoreState)
+	if !ok {
+		return 0, fwk.AsStatus(fmt.Errorf("%+v convert to workflowreservation.scoreState error", c))
+	}
 	if s.kind == kindWorkflow && nodeInfo.Node().Name == s.own.node {
 		return fwk.MaxNodeScore, nil
 	}
