@@ -49,12 +49,17 @@ test-unit:
 generate:
 	hack/update-codegen.sh
 
-## verify: gofmt and go vet
+## verify: gofmt, generated code up to date, golangci-lint (govet included)
 .PHONY: verify
-verify:
+verify: lint
 	hack/verify-gofmt.sh
 	hack/verify-codegen.sh
-	$(GO) vet ./...
+
+## lint: golangci-lint v2 (pinned in hack/tools/lint, built into bin/) with .golangci.yaml
+.PHONY: lint
+lint:
+	cd hack/tools/lint && $(GO) build -o ../../../bin/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	bin/golangci-lint run ./...
 
 ## local-up: etcd + kube-apiserver + tandem-scheduler in the background; prints the KUBECONFIG line
 .PHONY: local-up

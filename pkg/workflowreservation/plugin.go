@@ -105,7 +105,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		pl.synced = func() bool { return true }
 		return pl, nil
 	}
-	var cmLister corelisters.ConfigMapLister = h.SharedInformerFactory().Core().V1().ConfigMaps().Lister()
+	cmLister := h.SharedInformerFactory().Core().V1().ConfigMaps().Lister()
 	pl.sizer.configMaps = cmLister
 	synced, err := pl.registerHandlers(klog.FromContext(ctx))
 	if err != nil {

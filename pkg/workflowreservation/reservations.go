@@ -150,19 +150,17 @@ func (s *store) get(runner types.NamespacedName) (reservation, bool) {
 	return *r, true
 }
 
-// update applies fn to runner's reservation under the lock; it reports
-// whether the reservation exists.
-func (s *store) update(runner types.NamespacedName, fn func(r *reservation)) bool {
+// update applies fn to runner's reservation, if there is one, under the lock.
+func (s *store) update(runner types.NamespacedName, fn func(r *reservation)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.byPod[runner]
 	if r == nil {
-		return false
+		return
 	}
 	s.tally.count(r, -1)
 	fn(r)
 	s.tally.count(r, 1)
-	return true
 }
 
 // empty reports whether no reservation is held anywhere.

@@ -32,10 +32,14 @@ const (
 // Source names where a reservation's size came from.
 type Source string
 
+// The sources of a reservation's size, in the order they are tried.
 const (
-	SourceAnnotation   Source = "annotation"
+	// SourceAnnotation is the runner's WorkflowRequestsAnnotation.
+	SourceAnnotation Source = "annotation"
+	// SourceHookTemplate is the runner's container hook template.
 	SourceHookTemplate Source = "hook-template"
-	SourceDefault      Source = "default"
+	// SourceDefault is the plugin args' defaultWorkflowRequests.
+	SourceDefault Source = "default"
 )
 
 // sizing is the outcome of resolving a runner's workflow size.

@@ -134,7 +134,7 @@ func (e *env) leaderOf(replicas []*replica, previous *replica) (leader, other *r
 	e.poll("a replica leads through lease "+releaseNamespace+"/"+releaseName, func() (bool, error) {
 		lease, err := e.client.CoordinationV1().Leases(releaseNamespace).Get(e.ctx, releaseName, metav1.GetOptions{})
 		if err != nil || holderOf(lease) == "" {
-			return false, nil
+			return false, nil //nolint:nilerr // polled again until the lease exists
 		}
 		for _, r := range replicas {
 			if r != previous && strings.Contains(r.log(e.t), acquiredLease) {

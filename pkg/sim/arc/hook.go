@@ -26,11 +26,11 @@ const (
 type Prepare int
 
 const (
-	// Waiting: the pod is Pending and the timeout has not passed.
+	// Waiting means the pod is Pending and the timeout has not passed.
 	Waiting Prepare = iota
-	// Ready: the pod is Running; the job's steps run.
+	// Ready means the pod is Running; the job's steps run.
 	Ready
-	// Failed: the job fails; the hook deletes the pod.
+	// Failed means the job fails; the hook deletes the pod.
 	Failed
 )
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// ReasonHookError: the hook could not create the workflow pod (e.g. its
+// ReasonHookError means the hook could not create the workflow pod (e.g. its
 // name is taken: two long runner names that share their first 54 characters).
 const ReasonHookError = "HookError"
 

@@ -51,8 +51,8 @@ const (
 // WorkflowPodName is the name the hook gives the workflow pod: the runner pod
 // name cut to 54 characters, then "-workflow".
 func WorkflowPodName(runner string) string {
-	if max := maxPodNameLength - len(workflowSuffix); len(runner) > max {
-		runner = runner[:max]
+	if limit := maxPodNameLength - len(workflowSuffix); len(runner) > limit {
+		runner = runner[:limit]
 	}
 	return runner + workflowSuffix
 }

@@ -16,13 +16,13 @@ import (
 type HookMode string
 
 const (
-	// HookNodeName: hooks v0.7.0 (containerMode kubernetes), workflow pod
+	// HookNodeName is hooks v0.7.0 (containerMode kubernetes), workflow pod
 	// pinned with spec.nodeName: it bypasses every scheduler.
 	HookNodeName HookMode = "v0.7.0-nodename"
-	// HookKubeScheduler: hooks v0.7.0 with ACTIONS_RUNNER_USE_KUBE_SCHEDULER=true,
+	// HookKubeScheduler is hooks v0.7.0 with ACTIONS_RUNNER_USE_KUBE_SCHEDULER=true,
 	// workflow pod pinned with a required hostname node affinity.
 	HookKubeScheduler HookMode = "v0.7.0-kube-scheduler"
-	// HookNoVolume: hooks v0.8.1 (containerMode kubernetes-novolume),
+	// HookNoVolume is hooks v0.8.1 (containerMode kubernetes-novolume),
 	// emptyDirs, workflow pod not pinned.
 	HookNoVolume HookMode = "novolume"
 )
@@ -58,7 +58,7 @@ const (
 	HookTemplateDir  = "/home/runner/pod-templates"
 	hookTemplateKey  = "default.yaml"
 	hookTemplateVol  = "hook-template"
-	runnerImage      = "ghcr.io/actions/actions-runner:latest"
+	runnerImage      = "actions/actions-runner:latest"
 	defaultWorkClaim = "1Gi"
 )
 

@@ -26,7 +26,7 @@ type Service struct {
 }
 
 // ServiceName is the container name the hook gives a service: the image's
-// last path element without its tag ("docker.io/library/redis:7" -> "redis").
+// last path element without its tag ("mirror.local:5000/library/redis:7" -> "redis").
 func ServiceName(image string) string {
 	name := image[strings.LastIndex(image, "/")+1:]
 	name, _, _ = strings.Cut(name, ":")
@@ -213,7 +213,10 @@ func toMap(v any) (map[string]any, error) {
 		return nil, err
 	}
 	var m map[string]any
-	return m, json.Unmarshal(b, &m)
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func fromMap(m map[string]any, out any) error {

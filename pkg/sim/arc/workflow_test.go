@@ -113,13 +113,13 @@ spec:
   - name: cache
     emptyDir: {}
 `,
-			job:      JobSpec{Image: "node:22", Services: []Service{{Image: "docker.io/library/redis:7", Ports: []string{"6379:6379"}}}},
+			job:      JobSpec{Image: "node:22", Services: []Service{{Image: "mirror.local:5000/library/redis:7", Ports: []string{"6379:6379"}}}},
 			wantName: "r-workflow",
 			wantSpec: v1.PodSpec{
 				RestartPolicy: v1.RestartPolicyNever, NodeName: "node-1", SchedulerName: "tandem-scheduler",
 				Containers: []v1.Container{
 					withRequests(jobContainer, "2"),
-					withRequests(v1.Container{Name: "redis", Image: "docker.io/library/redis:7",
+					withRequests(v1.Container{Name: "redis", Image: "mirror.local:5000/library/redis:7",
 						Ports: []v1.ContainerPort{{HostPort: 6379, ContainerPort: 6379, Protocol: v1.ProtocolTCP}}}, "100m"),
 					withRequests(v1.Container{Name: "sidecar", Image: "proxy"}, "50m"),
 				},
@@ -164,9 +164,9 @@ func TestWorkflowPodTemplateLabels(t *testing.T) {
 
 func TestServiceName(t *testing.T) {
 	for image, want := range map[string]string{
-		"redis:7":                       "redis",
-		"docker.io/library/postgres:16": "postgres",
-		"mysql":                         "mysql",
+		"redis:7":                               "redis",
+		"mirror.local:5000/library/postgres:16": "postgres",
+		"mysql":                                 "mysql",
 	} {
 		if got := ServiceName(image); got != want {
 			t.Errorf("ServiceName(%q) = %q, want %q", image, got, want)

@@ -39,8 +39,8 @@ func (c *Clock) Now() time.Duration {
 }
 
 // Sim converts a real duration to simulated time.
-func (c *Clock) Sim(real time.Duration) time.Duration {
-	return time.Duration(float64(real) * c.scale)
+func (c *Clock) Sim(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * c.scale)
 }
 
 // Real converts a simulated duration to real time.

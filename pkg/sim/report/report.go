@@ -89,7 +89,7 @@ type NodeTimeline struct {
 	Samples             []invariant.Sample
 }
 
-// NewRun summarises a run from its job results and the checker's timelines.
+// NewRun sums up a run from its job results and the checker's timelines.
 func NewRun(scheduler string, results []arc.Result, samples map[string][]invariant.Sample, allocatable map[string]v1.ResourceList) Run {
 	r := Run{Scheduler: scheduler, Jobs: Jobs{Submitted: len(results), FailedByReason: map[string]int{}}}
 	var latencies []float64

@@ -11,7 +11,7 @@ import (
 // PrintTable writes the runs side by side with the ideal bound.
 func PrintTable(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCHEDULER\tJOBS\tSUCCEEDED\tFAILED\tFAILED BY REASON\tSTART p50/p95/max (s)\tCPU UTIL\tMAKESPAN (s)\tJOBS/H\tINVARIANT\tRESERVATIONS LEFT\tWALL (s)")
+	fmt.Fprintln(tw, "SCHEDULER\tJOBS\tSUCCEEDED\tFAILED\tBY REASON\tSTART p50/p95/max (s)\tCPU UTIL\tMAKESPAN (s)\tJOBS/H\tINVARIANT\tRESERVATIONS LEFT\tWALL (s)")
 	for _, run := range r.Runs {
 		invariant := "held"
 		if run.InvariantViolations > 0 {

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -156,12 +157,16 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 			err := ValidateWorkflowReservationArgs(field.NewPath("args"), args)
 			var gotErrs field.ErrorList
 			if err != nil {
-				agg, ok := err.(utilerrors.Aggregate)
-				if !ok {
+				var agg utilerrors.Aggregate
+				if !errors.As(err, &agg) {
 					t.Fatalf("got error of type %T, want an aggregate: %v", err, err)
 				}
 				for _, e := range agg.Errors() {
-					gotErrs = append(gotErrs, e.(*field.Error))
+					var fe *field.Error
+					if !errors.As(e, &fe) {
+						t.Fatalf("got error of type %T in the aggregate, want *field.Error: %v", e, e)
+					}
+					gotErrs = append(gotErrs, fe)
 				}
 			}
 			if diff := cmp.Diff(tc.wantErrs, gotErrs, cmpopts.IgnoreFields(field.Error{}, "Detail", "Origin", "CoveredByDeclarative")); diff != "" {
