@@ -30,6 +30,8 @@ type Scenario struct {
 	Nodes     []NodePool `json:"nodes"`
 	ScaleSets []ScaleSet `json:"scaleSets"`
 	Jobs      Jobs       `json:"jobs"`
+	// Chaos is what `make chaos` injects; other tools ignore it.
+	Chaos *Chaos `json:"chaos,omitempty"`
 }
 
 // NodePool is Count identical nodes named <name>-<i>.
@@ -158,6 +160,9 @@ func (s *Scenario) validate() error {
 	}
 	if len(s.Jobs.List) == 0 && s.Jobs.Generate == nil {
 		errs = append(errs, errors.New("no jobs"))
+	}
+	if s.Chaos != nil {
+		errs = append(errs, s.Chaos.validate()...)
 	}
 	return errors.Join(errs...)
 }
