@@ -15,8 +15,21 @@ const (
 	ReasonInvalidWorkflowSize = "InvalidWorkflowSize"
 	// ReasonNoWorkflowSize: nothing says how big the workflow pod will be.
 	ReasonNoWorkflowSize = "WorkflowSizeUnknown"
-	// ReasonInvalidReservation: a runner's recorded reservation is unreadable.
+	// ReasonInvalidReservation: a runner's recorded reservation is unreadable
+	// or was not recorded for this pod.
 	ReasonInvalidReservation = "InvalidReservation"
+	// ReasonNotRecorded: another bind plugin bound the runner, so its
+	// reservation is not recorded on the pod.
+	ReasonNotRecorded = "WorkflowReservationNotRecorded"
+	// ReasonIgnoredAnnotation: a pod that is not a runner carries the sizing
+	// annotation.
+	ReasonIgnoredAnnotation = "WorkflowRequestsIgnored"
+	// ReasonIncompleteHookTemplate: the hook template has no $job container;
+	// the reservation covers its other containers only.
+	ReasonIncompleteHookTemplate = "IncompleteHookTemplate"
+	// ReasonRepaired: the reconciler found the reservation out of step with
+	// the cluster and repaired it.
+	ReasonRepaired = "WorkflowReservationRepaired"
 )
 
 // maxNoteLength is the events API's limit on a note.

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -66,6 +68,11 @@ func newTestPlugin(t *testing.T, args *config.WorkflowReservationArgs, withInfor
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	if withInformers && !hasNode(objs, "n1") {
+		// The node most tests bind their pods to: the reconciler releases
+		// reservations on nodes that do not exist.
+		objs = append(objs, st.MakeNode().Name("n1").Obj())
+	}
 	client := fake.NewClientset(objs...)
 	h := &fakeHandle{client: client, recorder: events.NewFakeRecorder(100)}
 	if withInformers {
@@ -75,11 +82,18 @@ func newTestPlugin(t *testing.T, args *config.WorkflowReservationArgs, withInfor
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	pl := p.(*WorkflowReservation)
 	if withInformers {
 		h.informers.Start(ctx.Done())
 		h.informers.WaitForCacheSync(ctx.Done())
+		// The handlers have seen every object the informers listed, and
+		// the reconciler has made its first pass.
+		if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
+			t.Fatal("handlers did not sync")
+		}
+		<-pl.reconciled
 	}
-	return p.(*WorkflowReservation), h
+	return pl, h
 }
 
 func nodeInfo(node *v1.Node, pods ...*v1.Pod) fwk.NodeInfo {
@@ -93,7 +107,7 @@ func units(cpu string) map[v1.ResourceName]string {
 }
 
 func runnerPod(name string) *st.PodWrapper {
-	return st.MakePod().Namespace("arc").Name(name).UID(name).Label("actions-ephemeral-runner", "True")
+	return st.MakePod().Namespace("arc").Name(name).UID(name).SchedulerName("test").Label("actions-ephemeral-runner", "True")
 }
 
 func workflowPod(runner string) *st.PodWrapper {
@@ -111,4 +125,32 @@ func drainEvents(h *fakeHandle) []string {
 			return out
 		}
 	}
+}
+
+// recordedFor is a recorded reservation of cpu=1 on n1 taken for the pod
+// with the given UID.
+func recordedFor(uid string) string {
+	return `{"node":"n1","requests":{"cpu":"1","pods":"1"},"source":"annotation","runnerUID":"` + uid + `"}`
+}
+
+// useListerOf gives the plugin a pod lister holding pods, for tests that
+// call the informer handlers themselves, in an order of their choosing.
+func (pl *WorkflowReservation) useListerOf(t *testing.T, _ *fakeHandle, pods ...*v1.Pod) {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range pods {
+		if err := indexer.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl.pods = corelisters.NewPodLister(indexer)
+}
+
+func hasNode(objs []runtime.Object, name string) bool {
+	for _, o := range objs {
+		if n, ok := o.(*v1.Node); ok && n.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ package validation
 import (
 	"sort"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -46,6 +47,10 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 	allErrs = append(allErrs, validateRequests(args.DefaultWorkflowRequests, path.Child("defaultWorkflowRequests"))...)
 	allErrs = append(allErrs, validateRequests(args.DefaultStepRequests, path.Child("defaultStepRequests"))...)
 	allErrs = append(allErrs, validateScoringStrategy(args.ScoringStrategy, path.Child("scoringStrategy"))...)
+	// Zero: args built in code; the plugin uses the default.
+	if d := args.ReconcileInterval.Duration; d != 0 && d < time.Second {
+		allErrs = append(allErrs, field.Invalid(path.Child("reconcileInterval"), d.String(), "must be at least 1s"))
+	}
 	return allErrs.ToAggregate()
 }
 
