@@ -34,10 +34,22 @@ demo-small: control-plane
 	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/small-seed.yaml --out _output/demo-small/seed
 	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/small-burst.yaml --out _output/demo-small/burst
 
-## test: unit and integration tests (integration tests run real etcd + kube-apiserver)
+## test: unit and integration tests (integration tests run real etcd + kube-apiserver); the plugin's unit tests also with -race
 .PHONY: test
 test: control-plane build verify test-tools
+	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/leadership/...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## fuzz: every fuzz target (parsers of user input) for FUZZTIME each; `make test` runs their seed corpus
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz:
+	for pkg in $$($(GO) list ./pkg/...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzzing $$pkg $$target for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
 
 ## test-unit: unit tests only
 .PHONY: test-unit

@@ -27,6 +27,9 @@ const (
 	// ReasonIncompleteHookTemplate: the hook template has no $job container;
 	// the reservation covers its other containers only.
 	ReasonIncompleteHookTemplate = "IncompleteHookTemplate"
+	// ReasonNoReservation (on a workflow pod scheduled by tandem): its runner
+	// holds no reservation it can claim.
+	ReasonNoReservation = "NoWorkflowReservation"
 	// ReasonRepaired: the reconciler found the reservation out of step with
 	// the cluster and repaired it.
 	ReasonRepaired = "WorkflowReservationRepaired"

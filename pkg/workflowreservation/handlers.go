@@ -211,6 +211,7 @@ func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, 
 	pl.recordMetrics()
 	if elsewhere {
 		logger.V(2).Info("Workflow pod runs on another node than its runner's reservation; released it", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", taken.node)
+		pl.event(pod, v1.EventTypeNormal, ReasonReleased, "Release", fmt.Sprintf("Runs on node %s, not on node %s where runner %s's room was reserved: released the reservation", pod.Spec.NodeName, taken.node, runner.Name))
 	} else {
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.node)
 		pl.event(pod, v1.EventTypeNormal, ReasonClaimed, "Claim", fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.node))
@@ -274,6 +275,7 @@ func (pl *WorkflowReservation) onNodeDelete(logger klog.Logger, obj any) {
 		pl.sh.release(r.runnerUID)
 		pl.countRelease(metrics.ReleaseNodeDeleted, r.claimedBy != "")
 		logger.V(2).Info("Released reservation", "runner", r.runner, "node", r.node, "reason", metrics.ReleaseNodeDeleted)
+		pl.event(stub(*r), v1.EventTypeNormal, ReasonReleased, "Release", fmt.Sprintf("Released %s: node %s was deleted", r.size, r.node))
 	}
 	if len(gone) > 0 {
 		pl.recordMetrics()

@@ -15,11 +15,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/leadership"
 )
 
 // fakeHandle provides what the plugin uses of the framework handle; any
@@ -29,6 +31,7 @@ type fakeHandle struct {
 	client    *fake.Clientset
 	informers informers.SharedInformerFactory
 	recorder  *events.FakeRecorder
+	profile   string
 
 	mu        sync.Mutex
 	activated []string
@@ -37,8 +40,13 @@ type fakeHandle struct {
 func (h *fakeHandle) ClientSet() clientset.Interface                         { return h.client }
 func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
 func (h *fakeHandle) EventRecorder() events.EventRecorder                    { return h.recorder }
-func (h *fakeHandle) ProfileName() string                                    { return "test" }
-func (h *fakeHandle) APICacher() fwk.APICacher                               { return nil }
+func (h *fakeHandle) ProfileName() string {
+	if h.profile == "" {
+		return "test"
+	}
+	return h.profile
+}
+func (h *fakeHandle) APICacher() fwk.APICacher { return nil }
 
 // Activate records the pods the plugin asked to requeue.
 func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
@@ -66,6 +74,13 @@ func defaultArgs() *config.WorkflowReservationArgs {
 // informers started and synced when withInformers is set.
 func newTestPlugin(t *testing.T, args *config.WorkflowReservationArgs, withInformers bool, objs ...runtime.Object) (*WorkflowReservation, *fakeHandle) {
 	t.Helper()
+	return newTestReplica(t, args, nil, "", withInformers, objs...)
+}
+
+// newTestReplica is newTestPlugin for a replica with the given leadership
+// (nil: leads) and profile name (empty: "test").
+func newTestReplica(t *testing.T, args *config.WorkflowReservationArgs, leader *leadership.Leadership, profile string, withInformers bool, objs ...runtime.Object) (*WorkflowReservation, *fakeHandle) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if withInformers && !hasNode(objs, "n1") {
@@ -74,11 +89,11 @@ func newTestPlugin(t *testing.T, args *config.WorkflowReservationArgs, withInfor
 		objs = append(objs, st.MakeNode().Name("n1").Obj())
 	}
 	client := fake.NewClientset(objs...)
-	h := &fakeHandle{client: client, recorder: events.NewFakeRecorder(100)}
+	h := &fakeHandle{client: client, recorder: events.NewFakeRecorder(100), profile: profile}
 	if withInformers {
 		h.informers = informers.NewSharedInformerFactory(client, 0)
 	}
-	p, err := New(ctx, args, h)
+	p, err := NewFactory(leader)(ctx, args, h)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -91,7 +106,9 @@ func newTestPlugin(t *testing.T, args *config.WorkflowReservationArgs, withInfor
 		if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
 			t.Fatal("handlers did not sync")
 		}
-		<-pl.reconciled
+		if pl.sh.leader.IsLeader() {
+			<-pl.reconciled
+		}
 	}
 	return pl, h
 }
@@ -153,4 +170,9 @@ func hasNode(objs []runtime.Object, name string) bool {
 		}
 	}
 	return false
+}
+
+func klogger(t *testing.T) klog.Logger {
+	logger, _ := ktesting.NewTestContext(t)
+	return logger
 }

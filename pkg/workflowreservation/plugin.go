@@ -234,15 +234,26 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	var result *fwk.PreFilterResult
 	if runner, ok := pl.runnerOf(pod); ok {
 		r, found := pl.store.get(runner)
+		why := ""
 		switch {
-		case !found || r.done || (r.claimedBy != "" && r.claimedBy != pod.UID):
+		case !found:
+			why = "runner " + runner.String() + " holds no reservation"
+		case r.done:
+			why = "the reservation of runner " + runner.String() + " was used up"
+		case r.claimedBy != "" && r.claimedBy != pod.UID:
+			why = "the reservation of runner " + runner.String() + " was claimed by another workflow pod (uid " + string(r.claimedBy) + ")"
 		case !r.owns(pod):
-			logger.V(2).Info("Workflow pod belongs to an earlier runner of the same name; it claims no reservation", "pod", klog.KObj(pod), "runner", runner)
+			why = "the pod was created before runner " + runner.String() + ": it belongs to an earlier runner of that name"
 		default:
 			s.kind, s.runner, s.own = kindWorkflow, runner, r
 			if pinned(pod) {
 				result = &fwk.PreFilterResult{NodeNames: sets.New(r.node)}
 			}
+		}
+		if why != "" {
+			logger.V(2).Info("Workflow pod claims no reservation; scheduling it as an ordinary pod", "pod", klog.KObj(pod), "reason", why)
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonNoReservation, "Scheduling",
+				"Scheduled as an ordinary pod: %s", why)
 		}
 	}
 	if s.kind == kindOther && pl.isRunner(pod) {
@@ -353,12 +364,15 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	pl.sh.waiting.add(pod)
+	logger := klog.FromContext(ctx)
 	switch s.kind {
 	case kindRunner:
+		logger.V(4).Info("Runner fits no node together with its workflow pod", "pod", klog.KObj(pod), "request", s.request.String(), "workflow", s.workflow.String())
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"runner %s needs %s and its workflow pod %s (from %s); no node has room for both",
 			klog.KObj(pod), s.request, s.workflow, s.source))
 	case kindWorkflow:
+		logger.V(4).Info("Workflow pod does not fit beside its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", s.own.node, "request", s.request.String(), "reserved", s.own.size.String())
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"workflow pod of runner %s needs %s; its reservation on node %s holds %s and the node has too little free room for the difference",
 			s.runner, s.request, s.own.node, s.own.size))

@@ -14,6 +14,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -303,4 +304,33 @@ func TestRebuildWorkflowPodFirst(t *testing.T) {
 	if r, ok := pl.store.get(key("r1")); !ok || r.claimedBy != wf.UID {
 		t.Errorf("reservation %+v (found %v), want it claimed by %s", r, ok, wf.UID)
 	}
+}
+
+// Defect 5: a standby replica runs the informer handlers too. It keeps its
+// store warm but emits no event and exports no reservation gauge until it
+// leads; then it exports the reservations it already holds.
+func TestStandbySaysNothing(t *testing.T) {
+	ctx := context.Background()
+	leader := leadership.New()
+	runner := runnerPod("r1").SchedulerName("standby").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	pl, h := newTestReplica(t, defaultArgs(), leader, "standby", true, runner)
+	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, workflowPod("r1").Node("n1").Obj(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the standby's store sees the claim", func() bool {
+		r, _ := pl.store.get(key("r1"))
+		return r.claimedBy != ""
+	})
+	if got := drainEvents(h); len(got) != 0 {
+		t.Errorf("the standby emitted events: %q", got)
+	}
+	gauge := metrics.Reservations.WithLabelValues("standby", phaseClaimed)
+	if v, _ := testutil.GetGaugeMetricValue(gauge); v != 0 {
+		t.Errorf("the standby exported %v claimed reservations", v)
+	}
+	leader.Lead()
+	eventually(t, "the new leader exports the reservation it holds", func() bool {
+		v, _ := testutil.GetGaugeMetricValue(gauge)
+		return v == 1
+	})
 }

@@ -9,11 +9,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"sigs.k8s.io/yaml"
+
+	configvalidation "github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
 )
 
 const (
@@ -76,8 +77,8 @@ func parseResourceList(s string) (v1.ResourceList, error) {
 		if !ok || name == "" || value == "" {
 			return nil, fmt.Errorf("%q is not name=quantity", part)
 		}
-		if errs := validation.IsQualifiedName(name); len(errs) > 0 {
-			return nil, fmt.Errorf("invalid resource name %q: %s", name, strings.Join(errs, "; "))
+		if errs := configvalidation.ValidateResourceName(v1.ResourceName(name), nil); len(errs) > 0 {
+			return nil, fmt.Errorf("invalid resource name %q: %w", name, errs.ToAggregate())
 		}
 		q, err := resource.ParseQuantity(value)
 		if err != nil {
@@ -183,7 +184,14 @@ func parseHookTemplate(data string) (rl v1.ResourceList, hasJob bool, err error)
 		hasJob = hasJob || c.Name == JobContainer
 	}
 	corev1defaults.SetObjectDefaults_Pod(pod)
-	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), hasJob, nil
+	rl = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	for name, q := range rl {
+		// The apiserver would refuse such a pod; it must not free room here.
+		if q.Sign() < 0 {
+			return nil, hasJob, fmt.Errorf("negative request %s=%s", name, q.String())
+		}
+	}
+	return rl, hasJob, nil
 }
 
 // sizer resolves a runner's workflow size from its sources.
