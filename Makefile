@@ -42,10 +42,22 @@ CHAOS_ARGS ?=
 chaos: control-plane build
 	$(GO) run ./cmd/tandem-chaos --jobs $(CHAOS_JOBS) --seed $(CHAOS_SEED) --out _output/chaos $(CHAOS_ARGS)
 
-## test: unit and integration tests (integration tests run real etcd + kube-apiserver)
+## test: unit and integration tests (integration tests run real etcd + kube-apiserver); the plugin's unit tests also with -race
 .PHONY: test
 test: control-plane build verify test-tools
+	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/leadership/...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## fuzz: every fuzz target (parsers of user input) for FUZZTIME each; `make test` runs their seed corpus
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz:
+	for pkg in $$($(GO) list ./pkg/...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzzing $$pkg $$target for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
 
 ## test-unit: unit tests only
 .PHONY: test-unit

@@ -6,18 +6,16 @@ import (
 	"os"
 
 	"k8s.io/component-base/cli"
+	// JSON logging (--logging-format=json), as kube-scheduler has it.
 	_ "k8s.io/component-base/logs/json/register"
+	// client-go and version metrics on /metrics, as kube-scheduler has them.
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	// Registers WorkflowReservationArgs with kube-scheduler's config scheme.
 	_ "github.com/tandem-scheduler/tandem/pkg/apis/config/scheme"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 func main() {
-	command := app.NewSchedulerCommand(
-		app.WithPlugin(workflowreservation.Name, workflowreservation.New),
-	)
-	os.Exit(cli.Run(command))
+	os.Exit(cli.Run(newCommand()))
 }

@@ -27,8 +27,8 @@ func (boundState) Clone() fwk.StateData { return boundState{} }
 // bound without its reservation, nor recorded without being bound, and it
 // costs no API call beyond the binding. Other pods are left to DefaultBinder.
 // The profile must run this Bind before DefaultBinder (enable the plugin at
-// the bind extension point too); otherwise PostBind records the reservation
-// with a patch after the bind.
+// the bind extension point too); otherwise PostBind warns that the
+// reservation is not recorded.
 func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	s, err := getPreFilterState(cs)
 	if err != nil || s.kind != kindRunner {
@@ -62,27 +62,21 @@ func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod 
 	return nil
 }
 
-// recordAfterBind is PostBind's fallback for a profile in which another
-// binder bound the runner: it patches the reservation onto the pod.
-func (pl *WorkflowReservation) recordAfterBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
+// warnIfBoundElsewhere is PostBind's check for a profile in which another
+// bind plugin bound the runner: its reservation is held in memory but not
+// recorded on the pod, so a restart or a leader change loses it. The runner
+// is told (a Warning event) and the log says how to fix the profile; the
+// reconciler recovers such reservations from the runners' sizing sources.
+func (pl *WorkflowReservation) warnIfBoundElsewhere(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
 	if _, err := cs.Read(boundStateKey); err == nil {
 		return
 	}
 	logger := klog.FromContext(ctx)
 	warnBinderOrder.Do(func() {
-		logger.Info("Another bind plugin ran before WorkflowReservation: reservations are recorded by a separate patch after the bind, which costs an API call and leaves a short window in which a restart loses them; enable WorkflowReservation at the bind extension point")
+		logger.Error(nil, "Another bind plugin bound a runner before WorkflowReservation: reservations are not recorded on runner pods and a restart or leader change loses them until the reconciler recovers them; enable WorkflowReservation at the bind extension point, ahead of DefaultBinder", "runner", klog.KObj(pod))
 	})
-	r, ok := pl.store.get(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
-	if !ok || r.runnerUID != pod.UID || r.node != nodeName {
-		return
-	}
-	patch, err := reservationPatch(&r)
-	if err == nil {
-		_, err = pl.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	}
-	if err != nil {
-		logger.Error(err, "Recording the reservation on a runner", "runner", klog.KObj(pod), "node", nodeName)
-	}
+	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonNotRecorded, "Bind",
+		"Bound by another bind plugin: the reservation on node %s is not recorded on the pod (enable WorkflowReservation at the bind extension point)", nodeName)
 }
 
 var warnBinderOrder sync.Once

@@ -15,8 +15,24 @@ const (
 	ReasonInvalidWorkflowSize = "InvalidWorkflowSize"
 	// ReasonNoWorkflowSize: nothing says how big the workflow pod will be.
 	ReasonNoWorkflowSize = "WorkflowSizeUnknown"
-	// ReasonInvalidReservation: a runner's recorded reservation is unreadable.
+	// ReasonInvalidReservation: a runner's recorded reservation is unreadable
+	// or was not recorded for this pod.
 	ReasonInvalidReservation = "InvalidReservation"
+	// ReasonNotRecorded: another bind plugin bound the runner, so its
+	// reservation is not recorded on the pod.
+	ReasonNotRecorded = "WorkflowReservationNotRecorded"
+	// ReasonIgnoredAnnotation: a pod that is not a runner carries the sizing
+	// annotation.
+	ReasonIgnoredAnnotation = "WorkflowRequestsIgnored"
+	// ReasonIncompleteHookTemplate: the hook template has no $job container;
+	// the reservation covers its other containers only.
+	ReasonIncompleteHookTemplate = "IncompleteHookTemplate"
+	// ReasonNoReservation (on a workflow pod scheduled by tandem): its runner
+	// holds no reservation it can claim.
+	ReasonNoReservation = "NoWorkflowReservation"
+	// ReasonRepaired: the reconciler found the reservation out of step with
+	// the cluster and repaired it.
+	ReasonRepaired = "WorkflowReservationRepaired"
 )
 
 // maxNoteLength is the events API's limit on a note.

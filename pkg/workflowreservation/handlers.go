@@ -13,13 +13,21 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
+// workflowPodIndex indexes pods by "<namespace>/<runner>" of their
+// runner-pod label: a runner's workflow pods without a scan of the cluster.
+const workflowPodIndex = "tandem.dev/runner-pod"
+
 // registerHandlers keeps the store in step with the cluster: it rebuilds
 // reservations recorded on bound runner pods, notes claims by workflow pods,
 // and releases reservations whose runner or node is gone. The returned
 // function reports whether the handlers have seen every existing object.
 func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool, error) {
 	informers := pl.handle.SharedInformerFactory()
-	podReg, err := informers.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podInformer := informers.Core().V1().Pods().Informer()
+	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: pl.indexWorkflowPod}); err != nil {
+		return nil, fmt.Errorf("indexing workflow pods: %w", err)
+	}
+	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { pl.onPod(logger, obj) },
 		UpdateFunc: func(_, obj any) { pl.onPod(logger, obj) },
 		DeleteFunc: func(obj any) { pl.onPodDelete(logger, obj) },
@@ -33,7 +41,6 @@ func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool
 	if err != nil {
 		return nil, fmt.Errorf("registering node handler: %w", err)
 	}
-	pl.pods = informers.Core().V1().Pods().Lister()
 	if _, err := informers.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { pl.onConfigMap(logger, obj) },
 		UpdateFunc: func(_, obj any) { pl.onConfigMap(logger, obj) },
@@ -41,6 +48,59 @@ func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool
 		return nil, fmt.Errorf("registering configmap handler: %w", err)
 	}
 	return func() bool { return podReg.HasSynced() && nodeReg.HasSynced() }, nil
+}
+
+func (pl *WorkflowReservation) indexWorkflowPod(obj any) ([]string, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	if runner, ok := pl.runnerOf(pod); ok {
+		return []string{runner.String()}, nil
+	}
+	return nil, nil
+}
+
+// workflowPods returns the pods labelled as workflow pods of runner, in
+// any phase the informer holds.
+func (pl *WorkflowReservation) workflowPods(runner types.NamespacedName) []*v1.Pod {
+	if pl.pods == nil {
+		return nil
+	}
+	var out []*v1.Pod
+	if pl.handle.SharedInformerFactory() != nil {
+		objs, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Informer().GetIndexer().ByIndex(workflowPodIndex, runner.String())
+		if err == nil {
+			for _, o := range objs {
+				if p, ok := o.(*v1.Pod); ok {
+					out = append(out, p)
+				}
+			}
+			return out
+		}
+	}
+	// Without the index (tests that give the plugin a lister of their own).
+	all, err := pl.pods.Pods(runner.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	for _, p := range all {
+		if r, ok := pl.runnerOf(p); ok && r == runner {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// workflowPodUIDs returns the UIDs of the pods labelled as workflow pods of
+// runner: when a runner's reservation is taken, these belong to an earlier
+// runner of the same name.
+func (pl *WorkflowReservation) workflowPodUIDs(runner types.NamespacedName) []types.UID {
+	var out []types.UID
+	for _, p := range pl.workflowPods(runner) {
+		out = append(out, p.UID)
+	}
+	return out
 }
 
 func isTerminal(pod *v1.Pod) bool {
@@ -53,13 +113,19 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 		return
 	}
 	if isTerminal(pod) {
-		pl.onPodGone(logger, pod, "finished")
+		// The scheduler's informer drops terminal pods (a delete); other
+		// informers deliver them as updates.
+		pl.onPodGone(logger, pod, true)
 		return
 	}
 	if pod.Spec.NodeName == "" {
+		if pl.isRunner(pod) {
+			pl.sh.setNominated(pod.UID, pod.Status.NominatedNodeName != "")
+		}
 		return
 	}
-	pl.waiting.remove(pod.UID)
+	pl.sh.setNominated(pod.UID, false)
+	pl.sh.waiting.remove(pod.UID)
 	if _, ok := pod.Annotations[ReservationAnnotation]; ok {
 		pl.observeRunner(logger, pod)
 	}
@@ -68,16 +134,35 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 	}
 }
 
-// observeRunner rebuilds or confirms the reservation recorded on a bound runner.
+// observeRunner rebuilds or confirms the reservation recorded on a bound
+// runner. Only a runner of a tandem profile of this scheduler, whose record
+// was taken for this very pod, holds room.
 func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
+	if !pl.trusted(pod) {
+		logger.V(4).Info("Ignoring a recorded reservation on a pod that is not a runner of a tandem profile", "pod", klog.KObj(pod), "schedulerName", pod.Spec.SchedulerName)
+		return
+	}
+	if pl.sh.wasReleased(pod.UID) {
+		return
+	}
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	if r, ok := pl.store.get(key); ok && r.runnerUID == pod.UID {
-		return // taken by this scheduler, or already rebuilt
+		if r.node == pod.Spec.NodeName {
+			if !r.bound {
+				pl.store.update(key, func(r *reservation) {
+					if r.runnerUID == pod.UID {
+						r.bound = true
+					}
+				})
+			}
+			return // taken by this scheduler, or already rebuilt
+		}
+		logger.Info("Runner is bound to another node than its reservation; taking the node its record names", "runner", klog.KObj(pod), "node", pod.Spec.NodeName, "reservedNode", r.node)
 	}
 	r, err := reservationFromPod(pod)
 	if err != nil {
 		logger.Error(err, "Cannot rebuild the reservation of a runner", "pod", klog.KObj(pod))
-		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonInvalidReservation, "Rebuild", truncate(err.Error()))
+		pl.event(pod, v1.EventTypeWarning, ReasonInvalidReservation, "Rebuild", truncate(err.Error()))
 		return
 	}
 	pl.store.put(r)
@@ -85,12 +170,7 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	logger.V(2).Info("Rebuilt reservation from runner pod", "runner", klog.KObj(pod), "node", r.node, "size", r.size.String())
 	// Informers deliver existing pods in any order: the workflow pod may
 	// have been seen before its runner.
-	workflows, err := pl.pods.Pods(pod.Namespace).List(labels.SelectorFromSet(labels.Set{pl.runnerPodLabel: pod.Name}))
-	if err != nil {
-		logger.Error(err, "Listing workflow pods of a runner", "runner", klog.KObj(pod))
-		return
-	}
-	for _, wf := range workflows {
+	for _, wf := range pl.workflowPods(key) {
 		if wf.Spec.NodeName != "" && !isTerminal(wf) {
 			pl.observeWorkflow(logger, wf, key)
 		}
@@ -98,20 +178,32 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 }
 
 // observeWorkflow marks the runner's reservation claimed by a bound workflow
-// pod, whether the scheduler or the pod's own nodeName put it there.
+// pod of the same runner incarnation, whether the scheduler or the pod's own
+// nodeName put it there.
 func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.NamespacedName) {
-	var claimed, elsewhere bool
+	var claimed, elsewhere, stale bool
 	var taken reservation
 	pl.store.update(runner, func(r *reservation) {
+		if !r.owns(pod) {
+			stale = r.claimedBy == ""
+			return
+		}
+		if r.claimedBy == pod.UID {
+			r.claimSeen = true
+			return
+		}
 		if r.claimedBy != "" {
 			return
 		}
 		// A workflow pod on another node (not pinned to its runner's)
 		// no longer needs the room: the reservation is used up.
 		elsewhere = r.node != pod.Spec.NodeName
-		r.claimedBy, r.done = pod.UID, elsewhere
+		r.claimedBy, r.claimSeen, r.done = pod.UID, true, elsewhere
 		claimed, taken = true, *r
 	})
+	if stale {
+		logger.V(4).Info("Workflow pod of an earlier runner of the same name; it claims nothing", "pod", klog.KObj(pod), "runner", runner)
+	}
 	if !claimed {
 		return
 	}
@@ -119,10 +211,10 @@ func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, 
 	pl.recordMetrics()
 	if elsewhere {
 		logger.V(2).Info("Workflow pod runs on another node than its runner's reservation; released it", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", taken.node)
+		pl.event(pod, v1.EventTypeNormal, ReasonReleased, "Release", fmt.Sprintf("Runs on node %s, not on node %s where runner %s's room was reserved: released the reservation", pod.Spec.NodeName, taken.node, runner.Name))
 	} else {
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.node)
-		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonClaimed, "Claim",
-			"Claimed the reservation of runner %s on node %s", runner.Name, taken.node)
+		pl.event(pod, v1.EventTypeNormal, ReasonClaimed, "Claim", fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.node))
 	}
 	pl.activateWaiting(logger)
 }
@@ -132,33 +224,35 @@ func (pl *WorkflowReservation) onPodDelete(logger klog.Logger, obj any) {
 		obj = d.Obj
 	}
 	if pod, ok := obj.(*v1.Pod); ok {
-		pl.onPodGone(logger, pod, "deleted")
+		pl.onPodGone(logger, pod, isTerminal(pod))
 	}
 }
 
 // onPodGone releases a runner's reservation, or marks a claimed reservation
-// used up when its workflow pod goes.
-func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, how string) {
-	pl.waiting.remove(pod.UID)
+// used up when its workflow pod goes. finished says the pod ran to its end
+// (terminal) rather than being deleted.
+func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finished bool) {
+	pl.sh.waiting.remove(pod.UID)
+	pl.sh.forget(pod.UID)
 	freed := false
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	if r := pl.store.remove(key, pod.UID); r != nil {
 		freed = true
-		reason := metrics.ReleaseRunnerDeleted
-		if how == "finished" {
-			reason = metrics.ReleaseRunnerFinished
+		reason, how := metrics.ReleaseRunnerDeleted, "was deleted"
+		if finished {
+			reason, how = metrics.ReleaseRunnerFinished, "finished"
 		}
-		metrics.Releases.WithLabelValues(pl.profile, reason, strconv.FormatBool(r.claimedBy != "")).Inc()
-		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.node, "reason", "runner "+how)
+		pl.countRelease(reason, r.claimedBy != "")
+		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.node, "reason", reason)
 		if r.claimedBy == "" {
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonReleased, "Release",
-				"Released %s on node %s unclaimed: the runner %s", r.size, r.node, how)
+			pl.event(pod, v1.EventTypeNormal, ReasonReleased, "Release",
+				fmt.Sprintf("Released %s on node %s unclaimed: the runner %s", r.size, r.node, how))
 		}
 	}
 	if runner, ok := pl.runnerOf(pod); ok {
 		pl.store.update(runner, func(r *reservation) {
 			if r.claimedBy == pod.UID && !r.done {
-				r.done, freed = true, true
+				r.done, r.claimSeen, freed = true, true, true
 			}
 		})
 	}
@@ -176,11 +270,16 @@ func (pl *WorkflowReservation) onNodeDelete(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
-	for _, r := range pl.store.removeNode(node.Name) {
-		metrics.Releases.WithLabelValues(pl.profile, metrics.ReleaseNodeDeleted, strconv.FormatBool(r.claimedBy != "")).Inc()
-		logger.V(2).Info("Released reservation", "runner", r.runner, "node", r.node, "reason", "node deleted")
+	gone := pl.store.removeNode(node.Name)
+	for _, r := range gone {
+		pl.sh.release(r.runnerUID)
+		pl.countRelease(metrics.ReleaseNodeDeleted, r.claimedBy != "")
+		logger.V(2).Info("Released reservation", "runner", r.runner, "node", r.node, "reason", metrics.ReleaseNodeDeleted)
+		pl.event(stub(*r), v1.EventTypeNormal, ReasonReleased, "Release", fmt.Sprintf("Released %s: node %s was deleted", r.size, r.node))
 	}
-	pl.recordMetrics()
+	if len(gone) > 0 {
+		pl.recordMetrics()
+	}
 }
 
 // onConfigMap retries the runners waiting for a hook template in this
@@ -191,12 +290,26 @@ func (pl *WorkflowReservation) onConfigMap(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
-	pods := pl.waiting.matching(func(pod *v1.Pod) bool {
+	pods := pl.sh.waiting.matching(func(pod *v1.Pod) bool {
 		ref, err := findHookTemplate(pod)
 		return err == nil && ref != nil && pod.Namespace == cm.Namespace && ref.configMap == cm.Name
 	})
 	if len(pods) > 0 {
 		logger.V(4).Info("Hook template changed, activating its waiting runners", "configMap", klog.KObj(cm), "count", len(pods))
 		pl.handle.Activate(logger, pods)
+	}
+}
+
+// event records an event on pod if this replica leads.
+func (pl *WorkflowReservation) event(pod *v1.Pod, eventType, reason, action, note string) {
+	if rec := pl.sh.recorder(pod); rec != nil {
+		rec.Eventf(pod, nil, eventType, reason, action, "%s", note)
+	}
+}
+
+// countRelease counts a release if this replica leads.
+func (pl *WorkflowReservation) countRelease(reason string, claimed bool) {
+	if pl.sh.leader.IsLeader() {
+		metrics.Releases.WithLabelValues(pl.profile, reason, strconv.FormatBool(claimed)).Inc()
 	}
 }

@@ -15,8 +15,6 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
 
-const recorded = `{"node":"n1","requests":{"cpu":"1","pods":"1"},"source":"annotation"}`
-
 // eventually polls cond; informer handlers run asynchronously.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -29,9 +27,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestRebuildFromRunnerPods(t *testing.T) {
-	bound := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recorded).Obj()
+	bound := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
 	garbage := runnerPod("r2").Node("n1").Annotation(ReservationAnnotation, "{").Obj()
-	pending := runnerPod("r3").Annotation(ReservationAnnotation, recorded).Obj()
+	pending := runnerPod("r3").Annotation(ReservationAnnotation, recordedFor("r3")).Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), true, bound, garbage, pending)
 
 	if !pl.synced() {
@@ -54,7 +52,7 @@ func TestRebuildSeesWorkflowPodFirst(t *testing.T) {
 	// The informer may deliver the workflow pod before its runner; the
 	// rebuilt reservation must still be claimed.
 	wf := workflowPod("r1").Node("n1").Obj()
-	runner := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recorded).Obj()
+	runner := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
 	for name, objs := range map[string][]runtime.Object{"workflow first": {wf, runner}, "runner first": {runner, wf}} {
 		t.Run(name, func(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), true, objs...)
@@ -68,7 +66,7 @@ func TestRebuildSeesWorkflowPodFirst(t *testing.T) {
 
 func TestReleaseAndClaim(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recorded).Obj()
+	runner := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
 	node := st.MakeNode().Name("n1").Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), true, runner, node)
 	pods := h.client.CoreV1().Pods("arc")
@@ -103,8 +101,8 @@ func TestReleaseAndClaim(t *testing.T) {
 
 func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 	ctx := context.Background()
-	r1 := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recorded).Obj()
-	r2 := runnerPod("r2").Node("n1").Annotation(ReservationAnnotation, recorded).Obj()
+	r1 := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	r2 := runnerPod("r2").Node("n1").Annotation(ReservationAnnotation, recordedFor("r2")).Obj()
 	node := st.MakeNode().Name("n1").Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), true, r1, r2, node)
 	if len(pl.store.list()) != 2 {

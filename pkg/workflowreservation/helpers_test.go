@@ -11,13 +11,17 @@ import (
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/leadership"
 )
 
 // fakeHandle provides what the plugin uses of the framework handle; any
@@ -27,6 +31,7 @@ type fakeHandle struct {
 	client    *fake.Clientset
 	informers informers.SharedInformerFactory
 	recorder  *events.FakeRecorder
+	profile   string
 
 	mu        sync.Mutex
 	activated []string
@@ -35,8 +40,13 @@ type fakeHandle struct {
 func (h *fakeHandle) ClientSet() clientset.Interface                         { return h.client }
 func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
 func (h *fakeHandle) EventRecorder() events.EventRecorder                    { return h.recorder }
-func (h *fakeHandle) ProfileName() string                                    { return "test" }
-func (h *fakeHandle) APICacher() fwk.APICacher                               { return nil }
+func (h *fakeHandle) ProfileName() string {
+	if h.profile == "" {
+		return "test"
+	}
+	return h.profile
+}
+func (h *fakeHandle) APICacher() fwk.APICacher { return nil }
 
 // Activate records the pods the plugin asked to requeue.
 func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
@@ -64,22 +74,43 @@ func defaultArgs() *config.WorkflowReservationArgs {
 // informers started and synced when withInformers is set.
 func newTestPlugin(t *testing.T, args *config.WorkflowReservationArgs, withInformers bool, objs ...runtime.Object) (*WorkflowReservation, *fakeHandle) {
 	t.Helper()
+	return newTestReplica(t, args, nil, "", withInformers, objs...)
+}
+
+// newTestReplica is newTestPlugin for a replica with the given leadership
+// (nil: leads) and profile name (empty: "test").
+func newTestReplica(t *testing.T, args *config.WorkflowReservationArgs, leader *leadership.Leadership, profile string, withInformers bool, objs ...runtime.Object) (*WorkflowReservation, *fakeHandle) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	if withInformers && !hasNode(objs, "n1") {
+		// The node most tests bind their pods to: the reconciler releases
+		// reservations on nodes that do not exist.
+		objs = append(objs, st.MakeNode().Name("n1").Obj())
+	}
 	client := fake.NewClientset(objs...)
-	h := &fakeHandle{client: client, recorder: events.NewFakeRecorder(100)}
+	h := &fakeHandle{client: client, recorder: events.NewFakeRecorder(100), profile: profile}
 	if withInformers {
 		h.informers = informers.NewSharedInformerFactory(client, 0)
 	}
-	p, err := New(ctx, args, h)
+	p, err := NewFactory(leader)(ctx, args, h)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	pl := p.(*WorkflowReservation)
 	if withInformers {
 		h.informers.Start(ctx.Done())
 		h.informers.WaitForCacheSync(ctx.Done())
+		// The handlers have seen every object the informers listed, and
+		// the reconciler has made its first pass.
+		if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
+			t.Fatal("handlers did not sync")
+		}
+		if pl.sh.leader.IsLeader() {
+			<-pl.reconciled
+		}
 	}
-	return p.(*WorkflowReservation), h
+	return pl, h
 }
 
 func nodeInfo(node *v1.Node, pods ...*v1.Pod) fwk.NodeInfo {
@@ -93,7 +124,7 @@ func units(cpu string) map[v1.ResourceName]string {
 }
 
 func runnerPod(name string) *st.PodWrapper {
-	return st.MakePod().Namespace("arc").Name(name).UID(name).Label("actions-ephemeral-runner", "True")
+	return st.MakePod().Namespace("arc").Name(name).UID(name).SchedulerName("test").Label("actions-ephemeral-runner", "True")
 }
 
 func workflowPod(runner string) *st.PodWrapper {
@@ -111,4 +142,37 @@ func drainEvents(h *fakeHandle) []string {
 			return out
 		}
 	}
+}
+
+// recordedFor is a recorded reservation of cpu=1 on n1 taken for the pod
+// with the given UID.
+func recordedFor(uid string) string {
+	return `{"node":"n1","requests":{"cpu":"1","pods":"1"},"source":"annotation","runnerUID":"` + uid + `"}`
+}
+
+// useListerOf gives the plugin a pod lister holding pods, for tests that
+// call the informer handlers themselves, in an order of their choosing.
+func (pl *WorkflowReservation) useListerOf(t *testing.T, _ *fakeHandle, pods ...*v1.Pod) {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range pods {
+		if err := indexer.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl.pods = corelisters.NewPodLister(indexer)
+}
+
+func hasNode(objs []runtime.Object, name string) bool {
+	for _, o := range objs {
+		if n, ok := o.(*v1.Node); ok && n.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func klogger(t *testing.T) klog.Logger {
+	logger, _ := ktesting.NewTestContext(t)
+	return logger
 }

@@ -1,27 +1,63 @@
 package workflowreservation
 
 import (
+	"context"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
-// recordMetrics sets the reservation gauges from the store's tally.
+// speakWhenLeading waits until this replica leads, then exports the
+// reservation gauges and runs the reconciler until ctx ends. A standby keeps
+// its store warm but says nothing: every replica would say it once.
+func (pl *WorkflowReservation) speakWhenLeading(ctx context.Context) {
+	select {
+	case <-pl.sh.leader.Elected():
+	case <-ctx.Done():
+		return
+	}
+	logger := klog.FromContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
+		return
+	}
+	logger.V(2).Info("Leading: exporting reservation metrics and reconciling reservations", "interval", pl.reconcileEvery)
+	pl.recordMetrics()
+	first := true
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		pl.reconcile(ctx)
+		if first {
+			first = false
+			close(pl.reconciled)
+		}
+	}, pl.reconcileEvery)
+}
+
+// recordMetrics sets the reservation gauges from the store's tally, if this
+// replica leads.
 func (pl *WorkflowReservation) recordMetrics() {
+	if !pl.sh.leader.IsLeader() {
+		return
+	}
+	// The reservations of every profile are one set: the gauges carry the
+	// first profile's name only, so that they do not add up twice.
+	profile := pl.sh.feederProfile()
 	byPhase, held := pl.store.counts()
 	for phase, n := range byPhase {
-		metrics.Reservations.WithLabelValues(pl.profile, phase).Set(float64(n))
+		metrics.Reservations.WithLabelValues(profile, phase).Set(float64(n))
 	}
-	metrics.ReservedResources.WithLabelValues(pl.profile, string(v1.ResourceCPU)).Set(float64(held.MilliCPU) / 1000)
-	metrics.ReservedResources.WithLabelValues(pl.profile, string(v1.ResourceMemory)).Set(float64(held.Memory))
-	metrics.ReservedResources.WithLabelValues(pl.profile, string(v1.ResourcePods)).Set(float64(held.Pods))
+	metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourceCPU)).Set(float64(held.MilliCPU) / 1000)
+	metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourceMemory)).Set(float64(held.Memory))
+	metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourcePods)).Set(float64(held.Pods))
 }
 
 // observeClaim records how long r waited for its workflow pod.
 func (pl *WorkflowReservation) observeClaim(r reservation) {
-	if !r.reservedAt.IsZero() {
+	if !r.reservedAt.IsZero() && pl.sh.leader.IsLeader() {
 		metrics.ClaimDuration.WithLabelValues(pl.profile).Observe(time.Since(r.reservedAt).Seconds())
 	}
 }

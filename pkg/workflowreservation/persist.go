@@ -8,10 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// ReservationAnnotation is written on a runner pod before it is bound. It is
-// the durable record of the reservation: after a restart or a leader change
-// tandem rebuilds its reservations from the runner pods that carry it, and
-// `kubectl describe pod` shows it.
+// ReservationAnnotation is written on a runner pod by the Binding that binds
+// it. It is the durable record of the reservation: after a restart or a
+// leader change tandem rebuilds its reservations from the runner pods that
+// carry it, and `kubectl describe pod` shows it.
 const ReservationAnnotation = "tandem.dev/reservation"
 
 // Recorded is a reservation as recorded on its runner pod (the
@@ -24,11 +24,21 @@ type Recorded struct {
 	Requests v1.ResourceList `json:"requests"`
 	// Source says where the size came from.
 	Source Source `json:"source"`
+	// RunnerUID is the runner pod the reservation was taken for. A record
+	// copied onto another pod, or written by hand before the pod existed,
+	// does not match the pod's UID and holds nothing.
+	RunnerUID types.UID `json:"runnerUID"`
+	// StaleWorkflowPods are the workflow pods of an earlier runner of the
+	// same name that existed when the reservation was taken: they never
+	// claim it.
+	StaleWorkflowPods []types.UID `json:"staleWorkflowPods,omitempty"`
 }
 
 // RecordedReservation reads the reservation recorded on a runner pod; ok is
 // false when the pod carries none. Tools outside the scheduler (the
 // simulator's invariant checker, kubectl plugins) read reservations with it.
+// It does not check that the record belongs to the pod (see
+// Recorded.RunnerUID).
 func RecordedReservation(pod *v1.Pod) (r Recorded, ok bool, err error) {
 	value, ok := pod.Annotations[ReservationAnnotation]
 	if !ok {
@@ -41,28 +51,18 @@ func RecordedReservation(pod *v1.Pod) (r Recorded, ok bool, err error) {
 }
 
 func encodeReservation(r *reservation) (string, error) {
-	b, err := json.Marshal(Recorded{Node: r.node, Requests: r.size.toList(), Source: r.source})
+	b, err := json.Marshal(Recorded{
+		Node: r.node, Requests: r.size.toList(), Source: r.source,
+		RunnerUID: r.runnerUID, StaleWorkflowPods: r.stale,
+	})
 	if err != nil {
 		return "", err
 	}
 	return string(b), nil
 }
 
-// reservationPatch is the merge patch that records r on its runner pod.
-func reservationPatch(r *reservation) ([]byte, error) {
-	value, err := encodeReservation(r)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(map[string]any{
-		"metadata": map[string]any{
-			"annotations": map[string]string{ReservationAnnotation: value},
-		},
-	})
-}
-
 // reservationFromPod rebuilds the reservation recorded on a bound runner pod.
-// It returns nil, nil for pods that carry no reservation.
+// It returns nil, nil for pods that carry no reservation or are not bound.
 func reservationFromPod(pod *v1.Pod) (*reservation, error) {
 	if pod.Spec.NodeName == "" {
 		return nil, nil
@@ -71,14 +71,24 @@ func reservationFromPod(pod *v1.Pod) (*reservation, error) {
 	if !ok || err != nil {
 		return nil, err
 	}
+	if p.RunnerUID != pod.UID {
+		return nil, fmt.Errorf("annotation %s was recorded for pod UID %q, not this pod (%s)", ReservationAnnotation, p.RunnerUID, pod.UID)
+	}
 	if p.Node != pod.Spec.NodeName {
 		return nil, fmt.Errorf("annotation %s names node %q but the pod is bound to %q", ReservationAnnotation, p.Node, pod.Spec.NodeName)
 	}
+	size := amountFromList(p.Requests)
+	if size.isZero() || size.negative() {
+		return nil, fmt.Errorf("annotation %s holds no valid requests: %s", ReservationAnnotation, formatResourceList(p.Requests))
+	}
 	return &reservation{
-		runner:    types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
-		runnerUID: pod.UID,
-		node:      p.Node,
-		size:      amountFromList(p.Requests),
-		source:    p.Source,
+		runner:        types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+		runnerUID:     pod.UID,
+		runnerCreated: pod.CreationTimestamp.Time,
+		stale:         p.StaleWorkflowPods,
+		node:          p.Node,
+		size:          size,
+		source:        p.Source,
+		bound:         true,
 	}, nil
 }

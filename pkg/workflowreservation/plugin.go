@@ -33,6 +33,7 @@ const (
 	Name = "WorkflowReservation"
 
 	preFilterStateKey = "PreFilter" + Name
+	reserveStateKey   = "Reserve" + Name
 
 	// ErrReasonPairDoesNotFit is the Filter reason for a runner whose
 	// workflow pod would not fit next to it.
@@ -45,34 +46,51 @@ const (
 	ErrReasonWorkflowDoesNotFit = "node(s) can't fit workflow pod beyond its reservation"
 )
 
+// DefaultReconcileInterval is how often the leader compares its
+// reservations with the cluster when the args do not say.
+const DefaultReconcileInterval = time.Minute
+
 var (
-	_ fwk.PreFilterPlugin   = &WorkflowReservation{}
-	_ fwk.FilterPlugin      = &WorkflowReservation{}
-	_ fwk.PostFilterPlugin  = &WorkflowReservation{}
-	_ fwk.ReservePlugin     = &WorkflowReservation{}
-	_ fwk.PostBindPlugin    = &WorkflowReservation{}
-	_ fwk.EnqueueExtensions = &WorkflowReservation{}
+	_ fwk.PreFilterPlugin     = &WorkflowReservation{}
+	_ fwk.PreFilterExtensions = &WorkflowReservation{}
+	_ fwk.FilterPlugin        = &WorkflowReservation{}
+	_ fwk.PostFilterPlugin    = &WorkflowReservation{}
+	_ fwk.ReservePlugin       = &WorkflowReservation{}
+	_ fwk.PostBindPlugin      = &WorkflowReservation{}
+	_ fwk.EnqueueExtensions   = &WorkflowReservation{}
 )
 
 // WorkflowReservation is the plugin.
 type WorkflowReservation struct {
 	handle         fwk.Handle
+	sh             *shared
+	store          *store
 	runnerSelector labels.Selector
 	runnerPodLabel string
 	sizer          *sizer
-	store          *store
 	pods           corelisters.PodLister
-	waiting        waitingPods
+	nodes          corelisters.NodeLister
 	profile        string
 	scoring        config.ScoringStrategy
+	reconcileEvery time.Duration
 	// synced reports whether the informer handlers have seen every
 	// existing pod and node, i.e. the reservations are rebuilt.
 	synced func() bool
+	// reconciled is closed after the reconciler's first pass.
+	reconciled chan struct{}
 }
 
-// New initializes the plugin from its args and registers its informer
-// handlers, which rebuild the reservations recorded on runner pods.
+// New initializes a plugin that leads always and shares its reservations
+// with no other profile: a scheduler without leader election and with one
+// tandem profile. tandem-scheduler uses NewFactory.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return newPlugin(ctx, obj, h, newShared(nil))
+}
+
+// newPlugin initializes the plugin from its args; the first instance of a
+// scheduler registers the informer handlers, which rebuild the reservations
+// recorded on runner pods, and runs the reconciler.
+func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared) (fwk.Plugin, error) {
 	args, ok := obj.(*config.WorkflowReservationArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type WorkflowReservationArgs, got %T", obj)
@@ -86,18 +104,28 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	pl := &WorkflowReservation{
 		handle:         h,
+		sh:             sh,
+		store:          sh.store,
 		runnerSelector: selector,
 		runnerPodLabel: args.RunnerPodLabel,
 		sizer: &sizer{
 			defaultWorkflow: args.DefaultWorkflowRequests,
 			defaultStep:     args.DefaultStepRequests,
 		},
-		store:   newStore(),
-		profile: h.ProfileName(),
-		scoring: defaultScoring,
+		profile:        h.ProfileName(),
+		scoring:        defaultScoring,
+		reconcileEvery: DefaultReconcileInterval,
+		reconciled:     make(chan struct{}),
 	}
 	if args.ScoringStrategy != nil {
 		pl.scoring = *args.ScoringStrategy
+	}
+	if d := args.ReconcileInterval.Duration; d > 0 {
+		pl.reconcileEvery = d
+	}
+	first, err := sh.add(pl)
+	if err != nil {
+		return nil, err
 	}
 	metrics.Register()
 	if h.SharedInformerFactory() == nil {
@@ -105,13 +133,21 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		pl.synced = func() bool { return true }
 		return pl, nil
 	}
-	cmLister := h.SharedInformerFactory().Core().V1().ConfigMaps().Lister()
-	pl.sizer.configMaps = cmLister
-	synced, err := pl.registerHandlers(klog.FromContext(ctx))
+	informers := h.SharedInformerFactory()
+	pl.sizer.configMaps = informers.Core().V1().ConfigMaps().Lister()
+	pl.pods = informers.Core().V1().Pods().Lister()
+	pl.nodes = informers.Core().V1().Nodes().Lister()
+	if !first {
+		pl.synced = sh.feeder.synced
+		return pl, nil
+	}
+	logger := klog.FromContext(ctx)
+	synced, err := pl.registerHandlers(logger)
 	if err != nil {
 		return nil, err
 	}
 	pl.synced = synced
+	go pl.speakWhenLeading(ctx)
 	return pl, nil
 }
 
@@ -136,10 +172,17 @@ type preFilterState struct {
 	// workflow: the runner whose reservation the pod claims.
 	runner types.NamespacedName
 	own    reservation
+	// adjust is what the framework's AddPod and RemovePod changed in this
+	// copy of the cycle state (preemption dry runs, nominated pods).
+	adjust adjustments
 }
 
-// Clone shares the state: it is not changed after PreFilter.
-func (s *preFilterState) Clone() fwk.StateData { return s }
+// Clone copies the state: AddPod and RemovePod change a clone's adjustments.
+func (s *preFilterState) Clone() fwk.StateData {
+	c := *s
+	c.adjust = s.adjust.clone()
+	return &c
+}
 
 func getPreFilterState(cs fwk.CycleState) (*preFilterState, error) {
 	c, err := cs.Read(preFilterStateKey)
@@ -153,12 +196,16 @@ func getPreFilterState(cs fwk.CycleState) (*preFilterState, error) {
 	return s, nil
 }
 
-// isRunner reports whether pod is an ARC runner pod.
+// isRunner reports whether pod is an ARC runner pod for this profile.
 func (pl *WorkflowReservation) isRunner(pod *v1.Pod) bool {
-	if _, ok := pod.Annotations[WorkflowRequestsAnnotation]; ok {
-		return true
-	}
 	return pl.runnerSelector.Matches(labels.Set(pod.Labels))
+}
+
+// trusted reports whether a recorded reservation on pod may hold room: the
+// pod is a runner of a tandem profile of this scheduler.
+func (pl *WorkflowReservation) trusted(pod *v1.Pod) bool {
+	owner := pl.sh.profileOf(pod)
+	return owner != nil && owner.isRunner(pod)
 }
 
 // runnerOf returns the runner a workflow pod names, if it carries the label.
@@ -174,6 +221,8 @@ func (pl *WorkflowReservation) runnerOf(pod *v1.Pod) (types.NamespacedName, bool
 // pinned workflow pod to its reservation's node.
 func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
+	// Only the leader schedules.
+	pl.sh.leader.Lead()
 	if !pl.synced() {
 		logger.V(2).Info("Waiting for reservations to be rebuilt before scheduling", "pod", klog.KObj(pod))
 		if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
@@ -184,11 +233,27 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	s := &preFilterState{}
 	var result *fwk.PreFilterResult
 	if runner, ok := pl.runnerOf(pod); ok {
-		if r, found := pl.store.get(runner); found && !r.done && (r.claimedBy == "" || r.claimedBy == pod.UID) {
+		r, found := pl.store.get(runner)
+		why := ""
+		switch {
+		case !found:
+			why = "runner " + runner.String() + " holds no reservation"
+		case r.done:
+			why = "the reservation of runner " + runner.String() + " was used up"
+		case r.claimedBy != "" && r.claimedBy != pod.UID:
+			why = "the reservation of runner " + runner.String() + " was claimed by another workflow pod (uid " + string(r.claimedBy) + ")"
+		case !r.owns(pod):
+			why = "the pod was created before runner " + runner.String() + ": it belongs to an earlier runner of that name"
+		default:
 			s.kind, s.runner, s.own = kindWorkflow, runner, r
 			if pinned(pod) {
 				result = &fwk.PreFilterResult{NodeNames: sets.New(r.node)}
 			}
+		}
+		if why != "" {
+			logger.V(2).Info("Workflow pod claims no reservation; scheduling it as an ordinary pod", "pod", klog.KObj(pod), "reason", why)
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonNoReservation, "Scheduling",
+				"Scheduled as an ordinary pod: %s", why)
 		}
 	}
 	if s.kind == kindOther && pl.isRunner(pod) {
@@ -197,31 +262,35 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			logger.Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonInvalidWorkflowSize, "Scheduling", truncate(p.Error()))
 		}
+		if sz.notice != "" {
+			logger.Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.notice)
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonIncompleteHookTemplate, "Scheduling", truncate(sz.notice))
+		}
 		switch {
 		case !sz.workflow.isZero():
 			s.kind, s.workflow, s.source = kindRunner, sz.workflow, sz.source
 		case sz.intended:
 			// Retried as soon as its hook template's ConfigMap changes.
-			pl.waiting.add(pod)
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-				"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.problems)))
+			pl.sh.waiting.add(pod)
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, truncate(fmt.Sprintf(
+				"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.problems))))
 		default:
 			logger.V(2).Info("Runner has no workflow size source; scheduling it without a reservation", "pod", klog.KObj(pod))
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonNoWorkflowSize, "Scheduling",
 				"No workflow pod size known: set annotation %s, a hook template with resources, or defaultWorkflowRequests; scheduled without a reservation", WorkflowRequestsAnnotation)
 		}
+	} else if _, annotated := pod.Annotations[WorkflowRequestsAnnotation]; annotated && s.kind == kindOther {
+		logger.V(2).Info("Pod carries the workflow size annotation but is not a runner; ignoring it", "pod", klog.KObj(pod))
+		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonIgnoredAnnotation, "Scheduling",
+			"Annotation %s ignored: the pod does not match the runner selector of profile %s", WorkflowRequestsAnnotation, pl.profile)
 	}
-	if s.kind == kindOther && pl.store.empty() {
+	if s.kind == kindOther && pl.store.empty() && !pl.sh.anyNominated() {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	s.request = podAmount(pod)
 	cs.Write(preFilterStateKey, s)
 	return result, nil
 }
-
-// PreFilterExtensions returns nil: reservations do not change when the
-// framework adds or removes pods during preemption or nomination.
-func (pl *WorkflowReservation) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // Filter counts the room reserved on the node (other than the pod's own
 // reservation) as used, and requires room for a runner's workflow pod too.
@@ -252,18 +321,25 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 }
 
 // held sums the reservations that still keep room free on the node, leaving
-// out the pod's own. It reads the store, not a per-cycle copy: during a
-// cycle only informer handlers change it, and they only free room. A reservation whose workflow pod is already in the
-// node's accounting (assumed by this scheduler or bound with nodeName) holds
-// nothing more: the pod's request replaced it, with neither a gap nor a
-// double count, whichever informer handler ran first.
+// out the pod's own and those the cycle's dry run removed, and adding the
+// pair room of nominated runners. It reads the store, not a per-cycle copy:
+// during a cycle only informer handlers change it, and they only free room.
+// A reservation whose workflow pod is already in the node's accounting
+// (assumed by this scheduler or bound with nodeName) holds nothing more: the
+// pod's request replaced it, with neither a gap nor a double count,
+// whichever informer handler ran first.
 func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) amount {
-	return pl.store.sumOn(nodeInfo.Node().Name, func(r *reservation) bool {
-		if s.kind == kindWorkflow && r.runner == s.own.runner {
+	node := nodeInfo.Node().Name
+	sum := pl.store.sumOn(node, func(r *reservation) bool {
+		if s.kind == kindWorkflow && r.runnerUID == s.own.runnerUID {
+			return false
+		}
+		if s.adjust.isRemoved(r.runnerUID) {
 			return false
 		}
 		return !pl.arrived(r, nodeInfo)
 	})
+	return s.adjust.addedOn(node, sum)
 }
 
 // arrived reports whether the reservation's workflow pod is in the node's
@@ -271,34 +347,47 @@ func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) am
 func (pl *WorkflowReservation) arrived(r *reservation, nodeInfo fwk.NodeInfo) bool {
 	for _, pi := range nodeInfo.GetPods() {
 		p := pi.GetPod()
-		if p.Namespace == r.runner.Namespace && p.Labels[pl.runnerPodLabel] == r.runner.Name {
+		if p.Namespace == r.runner.Namespace && p.Labels[pl.runnerPodLabel] == r.runner.Name && r.owns(p) {
 			return true
 		}
 	}
 	return false
 }
 
-// PostFilter does not preempt; it explains a runner or workflow pod that
-// fits nowhere, naming what it needs.
+// PostFilter explains a runner or workflow pod that fits nowhere, naming
+// what it needs. Preemption is DefaultPreemption's, which runs first; it
+// sees reservations through PreFilterExtensions.
 func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	s, err := getPreFilterState(cs)
 	if err != nil {
 		// PreFilter skipped the pod: nothing to explain.
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	pl.waiting.add(pod)
+	pl.sh.waiting.add(pod)
+	logger := klog.FromContext(ctx)
 	switch s.kind {
 	case kindRunner:
+		logger.V(4).Info("Runner fits no node together with its workflow pod", "pod", klog.KObj(pod), "request", s.request.String(), "workflow", s.workflow.String())
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"runner %s needs %s and its workflow pod %s (from %s); no node has room for both",
 			klog.KObj(pod), s.request, s.workflow, s.source))
 	case kindWorkflow:
+		logger.V(4).Info("Workflow pod does not fit beside its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", s.own.node, "request", s.request.String(), "reserved", s.own.size.String())
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"workflow pod of runner %s needs %s; its reservation on node %s holds %s and the node has too little free room for the difference",
 			s.runner, s.request, s.own.node, s.own.size))
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable)
 }
+
+// reserveState remembers what a workflow pod's Reserve changed, for its
+// Unreserve.
+type reserveState struct {
+	claimed  bool
+	prevDone bool
+}
+
+func (s *reserveState) Clone() fwk.StateData { return s }
 
 // Reserve takes the runner's reservation on the node, or hands a workflow
 // pod's reservation over to it.
@@ -310,45 +399,62 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 	logger := klog.FromContext(ctx)
 	switch s.kind {
 	case kindRunner:
+		runner := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 		pl.store.put(&reservation{
-			runner:     types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
-			runnerUID:  pod.UID,
-			node:       nodeName,
-			size:       s.workflow,
-			source:     s.source,
-			reservedAt: time.Now(),
+			runner:        runner,
+			runnerUID:     pod.UID,
+			runnerCreated: pod.CreationTimestamp.Time,
+			stale:         pl.workflowPodUIDs(runner),
+			node:          nodeName,
+			size:          s.workflow,
+			source:        s.source,
+			reservedAt:    time.Now(),
 		})
 		pl.recordMetrics()
 		logger.V(4).Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
 	case kindWorkflow:
 		// Elsewhere than reserved (an unpinned workflow pod), the room is
 		// no longer needed: the reservation is used up at once.
+		rs := &reserveState{}
 		pl.store.update(s.runner, func(r *reservation) {
-			if r.claimedBy == "" {
+			if r.runnerUID == s.own.runnerUID && r.claimedBy == "" {
+				rs.claimed, rs.prevDone = true, r.done
 				r.claimedBy, r.done = pod.UID, r.node != nodeName
 			}
 		})
+		cs.Write(reserveStateKey, rs)
 		pl.recordMetrics()
 	}
 	return nil
 }
 
-// Unreserve undoes Reserve; it is idempotent.
+// Unreserve undoes Reserve; it is idempotent. It leaves alone what the
+// informer has since shown bound: a bind that reported a failure may still
+// have gone through.
 func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
 	s, err := getPreFilterState(cs)
 	if err != nil {
 		return
 	}
+	logger := klog.FromContext(ctx)
 	switch s.kind {
 	case kindRunner:
-		if r := pl.store.remove(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID); r != nil {
-			klog.FromContext(ctx).V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", r.node)
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		if r := pl.store.removeIf(key, pod.UID, func(r *reservation) bool { return !r.bound }); r != nil {
+			logger.V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", r.node)
 			metrics.Releases.WithLabelValues(pl.profile, metrics.ReleaseUnreserved, "false").Inc()
+		} else if r, ok := pl.store.get(key); ok && r.runnerUID == pod.UID {
+			logger.V(2).Info("Binding reported a failure but the runner is bound; keeping its reservation", "runner", klog.KObj(pod), "node", r.node)
 		}
 	case kindWorkflow:
+		c, err := cs.Read(reserveStateKey)
+		rs, ok := c.(*reserveState)
+		if err != nil || !ok || !rs.claimed {
+			return
+		}
 		pl.store.update(s.runner, func(r *reservation) {
-			if r.claimedBy == pod.UID {
-				r.claimedBy, r.done = "", false
+			if r.claimedBy == pod.UID && !r.claimSeen {
+				r.claimedBy, r.done = "", rs.prevDone
 			}
 		})
 	}
@@ -364,7 +470,7 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 	logger := klog.FromContext(ctx)
 	switch s.kind {
 	case kindRunner:
-		pl.recordAfterBind(ctx, cs, pod, nodeName)
+		pl.warnIfBoundElsewhere(ctx, cs, pod, nodeName)
 		logger.V(2).Info("Reserved room for the workflow pod", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String(), "source", s.source)
 		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonReserved, "Reserve",
 			"Reserved %s on node %s for the workflow pod (size from %s)", s.workflow, nodeName, s.source)

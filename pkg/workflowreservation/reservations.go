@@ -1,30 +1,55 @@
 package workflowreservation
 
 import (
+	"slices"
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // reservation is capacity held on a node for a runner's future workflow pod.
+// It belongs to one incarnation of the runner: ARC recreates a failed runner
+// pod under the same name, so the name alone does not say whose it is.
 type reservation struct {
 	// runner is the runner pod's namespace/name; workflow pods name their
 	// runner by name in the same namespace.
 	runner    types.NamespacedName
 	runnerUID types.UID
-	node      string
-	size      amount
-	source    Source
+	// runnerCreated is the runner pod's creation time: a workflow pod
+	// created before it belongs to an earlier runner of the same name.
+	runnerCreated time.Time
+	// stale are the workflow pods labelled with the runner's name that
+	// existed when the reservation was taken: they belong to an earlier
+	// runner of the same name, whatever their timestamps (which have whole
+	// seconds only) say.
+	stale  []types.UID
+	node   string
+	size   amount
+	source Source
 	// claimedBy is the workflow pod that took the reservation, once it was
 	// reserved by the scheduler or seen bound to the node.
 	claimedBy types.UID
+	// claimSeen is set once the claiming workflow pod was seen bound: an
+	// Unreserve of its scheduling cycle no longer takes the claim back.
+	claimSeen bool
 	// done is set when the claiming workflow pod has gone: the reservation
 	// no longer holds anything, but is kept until its runner goes.
 	done bool
+	// bound is set once the runner pod is seen bound to node: only the
+	// runner's end releases the reservation from then on, not an Unreserve
+	// of a bind that reported a failure but went through.
+	bound bool
 	// reservedAt is when this scheduler took the reservation; zero for one
 	// rebuilt from its runner pod.
 	reservedAt time.Time
+}
+
+// owns reports whether pod, which carries the runner's name in its
+// runner-pod label, is this incarnation's workflow pod.
+func (r *reservation) owns(pod *v1.Pod) bool {
+	return !pod.CreationTimestamp.Time.Before(r.runnerCreated) && !slices.Contains(r.stale, pod.UID)
 }
 
 // store is the plugin's record of reservations, fed by Reserve/Unreserve and
@@ -93,10 +118,16 @@ func (s *store) put(r *reservation) {
 // remove deletes the reservation of runner if it belongs to uid (any uid when
 // empty) and returns it.
 func (s *store) remove(runner types.NamespacedName, uid types.UID) *reservation {
+	return s.removeIf(runner, uid, func(*reservation) bool { return true })
+}
+
+// removeIf deletes the reservation of runner if it belongs to uid (any uid when
+// empty) and cond holds for it under the lock, and returns it.
+func (s *store) removeIf(runner types.NamespacedName, uid types.UID, cond func(*reservation) bool) *reservation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.byPod[runner]
-	if r == nil || (uid != "" && r.runnerUID != uid) {
+	if r == nil || (uid != "" && r.runnerUID != uid) || !cond(r) {
 		return nil
 	}
 	s.deleteLocked(runner)

@@ -100,6 +100,19 @@ func (a amount) isZero() bool {
 	return true
 }
 
+// negative reports whether any resource is below zero.
+func (a amount) negative() bool {
+	if a.MilliCPU < 0 || a.Memory < 0 || a.EphemeralStorage < 0 || a.Pods < 0 {
+		return true
+	}
+	for _, v := range a.Scalar {
+		if v < 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // toList converts back to a ResourceList, leaving out zero entries.
 func (a amount) toList() v1.ResourceList {
 	rl := v1.ResourceList{}

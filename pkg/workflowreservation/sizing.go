@@ -9,10 +9,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"sigs.k8s.io/yaml"
+
+	configvalidation "github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
 )
 
 const (
@@ -51,6 +53,9 @@ type sizing struct {
 	// problems are the sources that were meant to answer but could not,
 	// in order; each becomes a Warning event on the runner.
 	problems []error
+	// notice is a warning about the source that answered (e.g. a hook
+	// template without $job); it becomes a Warning event too.
+	notice string
 	// intended is true when some source was configured (even if broken).
 	intended bool
 }
@@ -72,8 +77,8 @@ func parseResourceList(s string) (v1.ResourceList, error) {
 		if !ok || name == "" || value == "" {
 			return nil, fmt.Errorf("%q is not name=quantity", part)
 		}
-		if errs := validation.IsQualifiedName(name); len(errs) > 0 {
-			return nil, fmt.Errorf("invalid resource name %q: %s", name, strings.Join(errs, "; "))
+		if errs := configvalidation.ValidateResourceName(v1.ResourceName(name), nil); len(errs) > 0 {
+			return nil, fmt.Errorf("invalid resource name %q: %w", name, errs.ToAggregate())
 		}
 		q, err := resource.ParseQuantity(value)
 		if err != nil {
@@ -152,18 +157,41 @@ func volumeByName(pod *v1.Pod, name string) *v1.Volume {
 	return nil
 }
 
+// JobContainer is the hook template's name for the job container.
+const JobContainer = "$job"
+
 // hookTemplateRequests computes the workflow pod's request from a hook
 // template (a PodTemplateSpec in YAML). The hook merges "$job" into the job
 // container and "$<service>" into that service, and appends every other
 // container as a sidecar: all of them run, so all of them count, as do init
-// containers and overhead, exactly as Kubernetes computes a pod's request.
+// containers and overhead. The pod is defaulted as the apiserver defaults
+// it (a container with limits only requests its limits), then its request is
+// computed exactly as Kubernetes computes a pod's request.
 func hookTemplateRequests(data string) (v1.ResourceList, error) {
+	rl, _, err := parseHookTemplate(data)
+	return rl, err
+}
+
+// parseHookTemplate is hookTemplateRequests that also reports whether the
+// template has a $job container.
+func parseHookTemplate(data string) (rl v1.ResourceList, hasJob bool, err error) {
 	var tmpl v1.PodTemplateSpec
 	if err := yaml.Unmarshal([]byte(data), &tmpl); err != nil {
-		return nil, fmt.Errorf("cannot parse: %w", err)
+		return nil, false, fmt.Errorf("cannot parse as a PodTemplateSpec: %w", err)
 	}
 	pod := &v1.Pod{Spec: tmpl.Spec}
-	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), nil
+	for _, c := range pod.Spec.Containers {
+		hasJob = hasJob || c.Name == JobContainer
+	}
+	corev1defaults.SetObjectDefaults_Pod(pod)
+	rl = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	for name, q := range rl {
+		// The apiserver would refuse such a pod; it must not free room here.
+		if q.Sign() < 0 {
+			return nil, hasJob, fmt.Errorf("negative request %s=%s", name, q.String())
+		}
+	}
+	return rl, hasJob, nil
 }
 
 // sizer resolves a runner's workflow size from its sources.
@@ -183,19 +211,22 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 	if v, ok := pod.Annotations[WorkflowRequestsAnnotation]; ok {
 		out.intended = true
 		rl, err := parseResourceList(v)
-		if err != nil {
+		switch {
+		case err != nil:
 			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", WorkflowRequestsAnnotation, v, err))
-		} else {
+		case amountFromList(rl).isZero():
+			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q asks for no resources", WorkflowRequestsAnnotation, v))
+		default:
 			workflow, out.source = rl, SourceAnnotation
 		}
 	}
 	if workflow == nil {
-		rl, tried, err := s.fromHookTemplate(pod)
+		rl, tried, notice, err := s.fromHookTemplate(pod)
 		out.intended = out.intended || tried
 		if err != nil {
 			out.problems = append(out.problems, err)
 		} else if tried {
-			workflow, out.source = rl, SourceHookTemplate
+			workflow, out.source, out.notice = rl, SourceHookTemplate, notice
 		}
 	}
 	if workflow == nil && len(s.defaultWorkflow) > 0 {
@@ -226,32 +257,40 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 }
 
 // fromHookTemplate reads the runner's hook template. tried reports whether
-// the runner names one at all.
-func (s *sizer) fromHookTemplate(pod *v1.Pod) (rl v1.ResourceList, tried bool, err error) {
+// the runner names one at all; notice warns about a template that answers
+// but without a $job container.
+func (s *sizer) fromHookTemplate(pod *v1.Pod) (rl v1.ResourceList, tried bool, notice string, err error) {
 	ref, err := findHookTemplate(pod)
 	if err != nil {
-		return nil, true, err
+		return nil, true, "", err
 	}
 	if ref == nil {
-		return nil, false, nil
+		return nil, false, "", nil
 	}
 	if s.configMaps == nil {
-		return nil, true, fmt.Errorf("hook template %s: ConfigMap lookups are not available", ref.path)
+		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap lookups are not available", ref.path)
 	}
 	cm, err := s.configMaps.ConfigMaps(pod.Namespace).Get(ref.configMap)
 	if apierrors.IsNotFound(err) {
-		return nil, true, fmt.Errorf("hook template %s: ConfigMap %s/%s not found", ref.path, pod.Namespace, ref.configMap)
+		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap %s/%s not found", ref.path, pod.Namespace, ref.configMap)
 	}
 	if err != nil {
-		return nil, true, fmt.Errorf("hook template %s: %w", ref.path, err)
+		return nil, true, "", fmt.Errorf("hook template %s: %w", ref.path, err)
 	}
 	data, ok := cm.Data[ref.key]
 	if !ok {
-		return nil, true, fmt.Errorf("hook template %s: ConfigMap %s/%s has no key %q", ref.path, pod.Namespace, ref.configMap, ref.key)
+		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap %s/%s has no key %q", ref.path, pod.Namespace, ref.configMap, ref.key)
 	}
-	rl, err = hookTemplateRequests(data)
+	where := fmt.Sprintf("hook template %s (ConfigMap %s/%s key %q)", ref.path, pod.Namespace, ref.configMap, ref.key)
+	rl, hasJob, err := parseHookTemplate(data)
 	if err != nil {
-		return nil, true, fmt.Errorf("hook template %s (ConfigMap %s/%s key %q): %w", ref.path, pod.Namespace, ref.configMap, ref.key, err)
+		return nil, true, "", fmt.Errorf("%s: %w", where, err)
 	}
-	return rl, true, nil
+	if amountFromList(rl).isZero() {
+		return nil, true, "", fmt.Errorf("%s asks for no resources: give %s requests or limits", where, JobContainer)
+	}
+	if !hasJob {
+		notice = fmt.Sprintf("%s has no %s container: the job container will request nothing, only its other containers (%s) are reserved", where, JobContainer, formatResourceList(rl))
+	}
+	return rl, true, notice, nil
 }

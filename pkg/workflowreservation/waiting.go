@@ -49,7 +49,7 @@ func (w *waitingPods) matching(match func(*v1.Pod) bool) map[string]*v1.Pod {
 
 // activateWaiting requeues every waiting pod.
 func (pl *WorkflowReservation) activateWaiting(logger klog.Logger) {
-	pods := pl.waiting.matching(func(*v1.Pod) bool { return true })
+	pods := pl.sh.waiting.matching(func(*v1.Pod) bool { return true })
 	if len(pods) == 0 {
 		return
 	}

@@ -20,10 +20,11 @@ import (
 // replicas run with the rendered config, authenticated as the rendered
 // ServiceAccount with only the rendered RBAC; one leads through tandem's own
 // lease and schedules the ARC examples' runner + workflow pairs while the
-// other waits, then takes over with the reservations intact.
+// other waits and says nothing, then takes over with the reservations intact,
+// one of them not yet claimed.
 func TestDeployRenderedManifests(t *testing.T) {
-	e := newEnvWithoutScheduler(t, map[string]string{"deploy-n1": "4", "deploy-n2": "4"})
-	for _, node := range []string{"deploy-n1", "deploy-n2"} {
+	e := newEnvWithoutScheduler(t, map[string]string{"deploy-n1": "4", "deploy-n2": "4", "deploy-n3": "4"})
+	for _, node := range []string{"deploy-n1", "deploy-n2", "deploy-n3"} {
 		e.dedicateNode(node)
 	}
 	applyServerSide(t, e.ctx, kustomizeBuild(t, kustomizeDefault), "tandem-kustomize")
@@ -84,7 +85,7 @@ func TestDeployRenderedManifests(t *testing.T) {
 	}
 	e.event("k-runner-workflow", workflowreservation.ReasonClaimed)
 
-	// kubernetes-novolume mode: the runner fits only on the other node; its
+	// kubernetes-novolume mode: the runner fits only on another node; its
 	// unpinned workflow pod follows it there.
 	e.exampleRunner("nv-runner", valuesNoVolume)
 	nvNode := e.bound("nv-runner")
@@ -94,6 +95,15 @@ func TestDeployRenderedManifests(t *testing.T) {
 	e.exampleWorkflowPod("nv-runner", "")
 	if got := e.bound("nv-runner-workflow"); got != nvNode {
 		t.Errorf("nv-runner-workflow landed on %s, want its runner's node %s", got, nvNode)
+	}
+
+	// A third runner takes the last node; its workflow pod, pinned with
+	// nodeName as hooks v0.7.0 does, comes only after the failover: the new
+	// leader must have rebuilt the unclaimed reservation.
+	e.exampleRunner("held-runner", valuesKubernetes)
+	heldNode := e.bound("held-runner")
+	if heldNode == node || heldNode == nvNode {
+		t.Errorf("held-runner landed on %s, which holds another pair", heldNode)
 	}
 
 	for _, r := range replicas {
@@ -114,12 +124,30 @@ func TestDeployRenderedManifests(t *testing.T) {
 	if got, _ := e.leaderOf([]*replica{standby}, leader); got != standby {
 		t.Fatalf("leader after failover = %s, want %s", got.name, standby.name)
 	}
+	// held-runner's node has 4 - 0.5 cpu free to the kubelet, 1 cpu once its
+	// reservation of 2.5 cpu counts: a 1500m pod must wait.
+	e.create("probe", podSpec{cpu: "1500m", onNode: heldNode, mutate: tolerateDedicated})
+	wantContains(t, "probe PodScheduled message", e.unschedulable("probe"), workflowreservation.ErrReasonRoomReserved)
+	e.create("held-runner-workflow", podSpec{cpu: "2", workflowOf: "held-runner", node: heldNode})
+	e.event("held-runner-workflow", workflowreservation.ReasonClaimed)
+	if got := e.bound("probe"); got != heldNode {
+		t.Errorf("probe landed on %s, want %s once the workflow pod claimed the reservation", got, heldNode)
+	}
 	e.exampleRunner("k-runner-2", valuesKubernetes)
 	wantContains(t, "k-runner-2 PodScheduled message", e.unschedulable("k-runner-2"), workflowreservation.ErrReasonPairDoesNotFit)
 	e.delete("k-runner-workflow")
 	e.delete("k-runner")
 	if got := e.bound("k-runner-2"); got != node {
 		t.Errorf("k-runner-2 landed on %s, want %s where k-runner's pair ended", got, node)
+	}
+
+	// Only the leader speaks: the claims of the first two workflow pods,
+	// which both replicas' informers saw while both ran, were reported once
+	// each (the standby's events, had it sent any, went out many seconds ago).
+	for _, wf := range []string{"k-runner-workflow", "nv-runner-workflow"} {
+		if n := e.countEvents(wf, workflowreservation.ReasonClaimed); n != 1 {
+			t.Errorf("%d %s events on %s, want 1", n, workflowreservation.ReasonClaimed, wf)
+		}
 	}
 }
 
@@ -225,4 +253,9 @@ func grepLines(text, substr string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// tolerateDedicated lets a pod onto the nodes dedicateNode taints.
+func tolerateDedicated(pod *v1.Pod) {
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, v1.Toleration{Key: "dedicated", Operator: v1.TolerationOpEqual, Value: "github-runners", Effect: v1.TaintEffectNoSchedule})
 }

@@ -258,6 +258,22 @@ func (e *env) event(object, reason string) string {
 	return note
 }
 
+// countEvents returns how many events with reason are on the named object.
+func (e *env) countEvents(object, reason string) int {
+	e.t.Helper()
+	list, err := e.client.EventsV1().Events(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range list.Items {
+		if ev.Regarding.Name == object && ev.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
 func (e *env) delete(name string) {
 	e.t.Helper()
 	zero := int64(0)

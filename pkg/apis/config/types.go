@@ -27,6 +27,9 @@ type WorkflowReservationArgs struct {
 	// ScoringStrategy ranks nodes by how full they are with reserved room
 	// counted as used. nil only before defaulting.
 	ScoringStrategy *ScoringStrategy
+	// ReconcileInterval is how often the leader compares its reservations
+	// with the cluster and repairs drift. Zero only before defaulting.
+	ReconcileInterval metav1.Duration
 }
 
 // ScoringStrategyType names a way to rank nodes by their allocation.

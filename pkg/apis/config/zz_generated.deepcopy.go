@@ -76,6 +76,7 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		*out = new(ScoringStrategy)
 		(*in).DeepCopyInto(*out)
 	}
+	out.ReconcileInterval = in.ReconcileInterval
 	return
 }
 

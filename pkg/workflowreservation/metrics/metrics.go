@@ -67,12 +67,24 @@ var (
 		[]string{"profile", "reason", "claimed"},
 	)
 
+	// Repairs counts what the reconciler found out of step with the
+	// cluster and repaired, by kind.
+	Repairs = metrics.NewCounterVec(
+		&metrics.CounterOpts{
+			Subsystem:      Subsystem,
+			Name:           "repairs_total",
+			Help:           "Number of workflow reservations the reconciler found out of step with the cluster and repaired, by kind.",
+			StabilityLevel: metrics.ALPHA,
+		},
+		[]string{"profile", "kind"},
+	)
+
 	registerOnce sync.Once
 )
 
 // Register registers the metrics once per process.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(Reservations, ReservedResources, ClaimDuration, Releases)
+		legacyregistry.MustRegister(Reservations, ReservedResources, ClaimDuration, Releases, Repairs)
 	})
 }

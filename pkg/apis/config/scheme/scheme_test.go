@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -31,8 +32,9 @@ func defaultArgs() *config.WorkflowReservationArgs {
 		RunnerSelector: &metav1.LabelSelector{
 			MatchLabels: map[string]string{"actions-ephemeral-runner": "True"},
 		},
-		RunnerPodLabel:  "runner-pod",
-		ScoringStrategy: defaultScoring(),
+		RunnerPodLabel:    "runner-pod",
+		ScoringStrategy:   defaultScoring(),
+		ReconcileInterval: metav1.Duration{Duration: time.Minute},
 	}
 }
 
@@ -107,6 +109,7 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
         - name: cpu
           weight: 3
         - name: nvidia.com/gpu
+      reconcileInterval: 30s
 `),
 			wantArgs: &config.WorkflowReservationArgs{
 				RunnerSelector: &metav1.LabelSelector{
@@ -126,6 +129,7 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
 					Type:      config.MostAllocated,
 					Resources: []config.ResourceSpec{{Name: "cpu", Weight: 3}, {Name: "nvidia.com/gpu", Weight: 1}},
 				},
+				ReconcileInterval: metav1.Duration{Duration: 30 * time.Second},
 			},
 		},
 		"some args, others defaulted": {

@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -15,6 +17,8 @@ const (
 	DefaultRunnerSelectorValue = "True"
 	// DefaultRunnerPodLabel is the default RunnerPodLabel.
 	DefaultRunnerPodLabel = "runner-pod"
+	// DefaultReconcileInterval is the default ReconcileInterval.
+	DefaultReconcileInterval = time.Minute
 )
 
 func addDefaultingFuncs(scheme *runtime.Scheme) error {
@@ -31,6 +35,9 @@ func SetDefaults_WorkflowReservationArgs(obj *WorkflowReservationArgs) {
 	}
 	if obj.RunnerPodLabel == nil {
 		obj.RunnerPodLabel = ptr.To(DefaultRunnerPodLabel)
+	}
+	if obj.ReconcileInterval == nil {
+		obj.ReconcileInterval = &metav1.Duration{Duration: DefaultReconcileInterval}
 	}
 	if obj.ScoringStrategy == nil {
 		obj.ScoringStrategy = &ScoringStrategy{}

@@ -2,6 +2,7 @@ package v1
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -37,8 +38,9 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				RunnerSelector: &metav1.LabelSelector{
 					MatchLabels: map[string]string{"actions-ephemeral-runner": "True"},
 				},
-				RunnerPodLabel:  ptr.To("runner-pod"),
-				ScoringStrategy: defaultScoring(),
+				RunnerPodLabel:    ptr.To("runner-pod"),
+				ScoringStrategy:   defaultScoring(),
+				ReconcileInterval: &metav1.Duration{Duration: time.Minute},
 			},
 		},
 		"set fields are kept": {
@@ -46,12 +48,14 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				RunnerSelector:          customSelector,
 				RunnerPodLabel:          ptr.To(""),
 				DefaultWorkflowRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+				ReconcileInterval:       &metav1.Duration{Duration: 5 * time.Minute},
 			},
 			want: &WorkflowReservationArgs{
 				RunnerSelector:          customSelector,
 				RunnerPodLabel:          ptr.To(""),
 				DefaultWorkflowRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 				ScoringStrategy:         defaultScoring(),
+				ReconcileInterval:       &metav1.Duration{Duration: 5 * time.Minute},
 			},
 		},
 	}

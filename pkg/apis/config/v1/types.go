@@ -35,6 +35,12 @@ type WorkflowReservationArgs struct {
 	// and memory, weight 1 each, like NodeResourcesFit.
 	// +optional
 	ScoringStrategy *ScoringStrategy `json:"scoringStrategy,omitempty"`
+	// ReconcileInterval is how often the leader compares its reservations
+	// with the cluster (runners gone or moved, claims and releases missed,
+	// runners bound without a record) and repairs what drifted. The
+	// reconciler also runs when a replica starts leading. Defaults to 1m.
+	// +optional
+	ReconcileInterval *metav1.Duration `json:"reconcileInterval,omitempty"`
 }
 
 // ScoringStrategyType names a way to rank nodes by their allocation.

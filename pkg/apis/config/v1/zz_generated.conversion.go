@@ -107,6 +107,9 @@ func autoConvert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in
 	out.DefaultWorkflowRequests = *(*corev1.ResourceList)(unsafe.Pointer(&in.DefaultWorkflowRequests))
 	out.DefaultStepRequests = *(*corev1.ResourceList)(unsafe.Pointer(&in.DefaultStepRequests))
 	out.ScoringStrategy = (*config.ScoringStrategy)(unsafe.Pointer(in.ScoringStrategy))
+	if err := metav1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.ReconcileInterval, &out.ReconcileInterval, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -123,6 +126,9 @@ func autoConvert_config_WorkflowReservationArgs_To_v1_WorkflowReservationArgs(in
 	out.DefaultWorkflowRequests = *(*corev1.ResourceList)(unsafe.Pointer(&in.DefaultWorkflowRequests))
 	out.DefaultStepRequests = *(*corev1.ResourceList)(unsafe.Pointer(&in.DefaultStepRequests))
 	out.ScoringStrategy = (*ScoringStrategy)(unsafe.Pointer(in.ScoringStrategy))
+	if err := metav1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.ReconcileInterval, &out.ReconcileInterval, s); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -81,6 +81,11 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		*out = new(ScoringStrategy)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ReconcileInterval != nil {
+		in, out := &in.ReconcileInterval, &out.ReconcileInterval
+		*out = new(metav1.Duration)
+		**out = **in
+	}
 	return
 }
 

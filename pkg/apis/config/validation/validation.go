@@ -5,6 +5,7 @@ package validation
 import (
 	"sort"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -46,6 +47,10 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 	allErrs = append(allErrs, validateRequests(args.DefaultWorkflowRequests, path.Child("defaultWorkflowRequests"))...)
 	allErrs = append(allErrs, validateRequests(args.DefaultStepRequests, path.Child("defaultStepRequests"))...)
 	allErrs = append(allErrs, validateScoringStrategy(args.ScoringStrategy, path.Child("scoringStrategy"))...)
+	// Zero: args built in code; the plugin uses the default.
+	if d := args.ReconcileInterval.Duration; d != 0 && d < time.Second {
+		allErrs = append(allErrs, field.Invalid(path.Child("reconcileInterval"), d.String(), "must be at least 1s"))
+	}
 	return allErrs.ToAggregate()
 }
 
@@ -61,7 +66,7 @@ func validateRequests(requests v1.ResourceList, path *field.Path) field.ErrorLis
 	sort.Strings(names)
 	for _, name := range names {
 		p := path.Key(name)
-		allErrs = append(allErrs, validateResourceName(v1.ResourceName(name), p)...)
+		allErrs = append(allErrs, ValidateResourceName(v1.ResourceName(name), p)...)
 		if q := requests[v1.ResourceName(name)]; q.Sign() < 0 {
 			allErrs = append(allErrs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
 		}
@@ -69,10 +74,11 @@ func validateRequests(requests v1.ResourceList, path *field.Path) field.ErrorLis
 	return allErrs
 }
 
-// validateResourceName mirrors the API server's check for container
+// ValidateResourceName mirrors the API server's check for container
 // resource names: a qualified name that is either a standard container
-// resource, a *kubernetes.io/ resource or a valid extended resource.
-func validateResourceName(name v1.ResourceName, path *field.Path) field.ErrorList {
+// resource, a *kubernetes.io/ resource or a valid extended resource. The
+// plugin checks the sizing annotations with it too.
+func ValidateResourceName(name v1.ResourceName, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for _, msg := range utilvalidation.IsQualifiedName(string(name)) {
 		allErrs = append(allErrs, field.Invalid(path, name, msg))
@@ -108,7 +114,7 @@ func validateScoringStrategy(s *config.ScoringStrategy, path *field.Path) field.
 	seen := map[string]bool{}
 	for i, r := range s.Resources {
 		p := path.Child("resources").Index(i)
-		allErrs = append(allErrs, validateResourceName(v1.ResourceName(r.Name), p.Child("name"))...)
+		allErrs = append(allErrs, ValidateResourceName(v1.ResourceName(r.Name), p.Child("name"))...)
 		if seen[r.Name] {
 			allErrs = append(allErrs, field.Duplicate(p.Child("name"), r.Name))
 		}

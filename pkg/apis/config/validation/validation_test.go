@@ -3,6 +3,7 @@ package validation
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -50,6 +51,14 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 				args.DefaultStepRequests = v1.ResourceList{
 					v1.ResourceCPU: resource.MustParse("500m"),
 				}
+			},
+		},
+		"reconcile interval below a second": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.ReconcileInterval = metav1.Duration{Duration: 500 * time.Millisecond}
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(field.NewPath("args", "reconcileInterval"), "500ms", ""),
 			},
 		},
 		"nil selector": {

@@ -1,0 +1,337 @@
+package workflowreservation
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+)
+
+// badInputTemplates are the hook templates the bad-input cases mount.
+var badInputTemplates = &v1.ConfigMap{
+	ObjectMeta: metav1.ObjectMeta{Namespace: "arc", Name: "hooks"},
+	Data: map[string]string{
+		"not-yaml.yaml":    "spec: [",
+		"a-list.yaml":      "- name: $job\n",
+		"deployment.yaml":  "kind: Deployment\nspec:\n  replicas: 3\n",
+		"no-job.yaml":      "spec:\n  containers:\n  - name: envoy\n    resources:\n      requests: {cpu: 250m}\n",
+		"limits-only.yaml": "spec:\n  containers:\n  - name: $job\n    resources:\n      limits: {cpu: \"2\"}\n",
+	},
+}
+
+// schedule runs a pod through PreFilter, Filter on each node and, if it fits
+// nowhere, PostFilter, and returns the status the pod would carry.
+func schedule(ctx context.Context, pl *WorkflowReservation, pod *v1.Pod, nodes ...fwk.NodeInfo) *fwk.Status {
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, pod, nil); !status.IsSuccess() {
+		return status
+	}
+	var reasons []string
+	for _, ni := range nodes {
+		status := pl.Filter(ctx, cs, pod, ni)
+		if status.IsSuccess() {
+			return status
+		}
+		reasons = append(reasons, status.Reasons()...)
+	}
+	_, status := pl.PostFilter(ctx, cs, pod, nil)
+	return fwk.NewStatus(status.Code(), append(reasons, status.Reasons()...)...)
+}
+
+func heldReservations(pl *WorkflowReservation) []string {
+	var out []string
+	for _, r := range pl.store.list() {
+		state := "held"
+		if r.claimedBy != "" {
+			state = "claimed"
+		}
+		if r.done {
+			state = "done"
+		}
+		out = append(out, fmt.Sprintf("%s@%s:%s", r.runner.Name, r.node, state))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Bad input never crashes the plugin, never loses or leaks a reservation,
+// and always says what is wrong: a PodScheduled message or a Warning event
+// on the pod, and a log line.
+func TestBadInput(t *testing.T) {
+	template := func(file string) *v1.Pod {
+		return withHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/"+file)
+	}
+	sized := func(annotation string) *v1.Pod {
+		return runnerPod("r").Annotation(WorkflowRequestsAnnotation, annotation).Req(units("1")).Obj()
+	}
+	fullNode := nodeInfo(threeUnits, st.MakePod().Namespace("x").Name("filler").Req(units("2")).Node("n1").Obj())
+	runner1 := runnerPod("r1").Req(units("1")).Node("n1").Obj()
+
+	tests := map[string]struct {
+		reservations []*reservation
+		// act does what the case is about, with ctx carrying the
+		// buffered logger (also given to handlers as logger).
+		act        func(ctx context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status
+		wantStatus string
+		wantEvent  string
+		wantLog    string
+		wantHeld   []string
+	}{
+		"malformed size": {
+			act:        runnerCycle(sized("cpu=plenty")),
+			wantStatus: `invalid quantity "plenty" for cpu`,
+			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantLog:    "Ignoring a broken workflow size source",
+		},
+		"negative size": {
+			act:        runnerCycle(sized("memory=-1Gi")),
+			wantStatus: "negative quantity",
+			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantLog:    "broken workflow size source",
+		},
+		"zero size": {
+			act:        runnerCycle(sized("cpu=0")),
+			wantStatus: "asks for no resources",
+			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantLog:    "broken workflow size source",
+		},
+		"unknown resource name": {
+			act:        runnerCycle(sized("gpu=1")),
+			wantStatus: `invalid resource name "gpu"`,
+			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantLog:    "broken workflow size source",
+		},
+		"a resource given twice": {
+			act:        runnerCycle(sized("cpu=1,cpu=2")),
+			wantStatus: "given twice",
+			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantLog:    "broken workflow size source",
+		},
+		"malformed step headroom beside a valid size": {
+			act: runnerCycle(runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Annotation(StepRequestsAnnotation, "cpu=lots").Obj()),
+			// Sized without the headroom, and told.
+			wantEvent: StepRequestsAnnotation,
+			wantLog:   "broken workflow size source",
+			wantHeld:  []string{"r@n1:held"},
+		},
+		"hook template ConfigMap missing": {
+			act:        runnerCycle(withHookTemplate(runnerPod("r").Obj(), "gone", "/home/runner/pod-templates/default.yaml")),
+			wantStatus: "ConfigMap arc/gone not found",
+			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantLog:    "broken workflow size source",
+		},
+		"hook template key missing": {
+			act:        runnerCycle(template("absent.yaml")),
+			wantStatus: `has no key "absent.yaml"`,
+			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantLog:    "broken workflow size source",
+		},
+		"hook template not YAML": {
+			act:        runnerCycle(template("not-yaml.yaml")),
+			wantStatus: "cannot parse",
+			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantLog:    "broken workflow size source",
+		},
+		"hook template not a mapping": {
+			act:        runnerCycle(template("a-list.yaml")),
+			wantStatus: "cannot parse as a PodTemplateSpec",
+			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantLog:    "broken workflow size source",
+		},
+		"hook template not a PodTemplateSpec": {
+			act:        runnerCycle(template("deployment.yaml")),
+			wantStatus: "asks for no resources",
+			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantLog:    "broken workflow size source",
+		},
+		"hook template without $job": {
+			act:       runnerCycle(template("no-job.yaml")),
+			wantEvent: "Warning " + ReasonIncompleteHookTemplate + " hook template",
+			wantLog:   "sizes the workflow pod only in part",
+			wantHeld:  []string{"r@n1:held"},
+		},
+		"hook template path on no volume": {
+			act: runnerCycle(func() *v1.Pod {
+				pod := template("default.yaml")
+				pod.Spec.Containers[0].VolumeMounts = nil
+				return pod
+			}()),
+			wantStatus: "is not on any volume mount",
+			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantLog:    "broken workflow size source",
+		},
+		"a runner whose pair fits no node": {
+			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				return schedule(ctx, pl, sized("cpu=2"), fullNode)
+			},
+			wantStatus: "no node has room for both",
+			wantLog:    "Runner fits no node together with its workflow pod",
+		},
+		"sizing annotation on a pod that is not a runner": {
+			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				return schedule(ctx, pl, st.MakePod().Namespace("arc").Name("x").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(), nodeInfo(threeUnits))
+			},
+			wantEvent: "Warning " + ReasonIgnoredAnnotation,
+			wantLog:   "not a runner; ignoring it",
+		},
+		"a second workflow pod of a claimed runner": {
+			reservations: []*reservation{func() *reservation { r := oneUnitReservation("r1"); r.claimedBy = "first"; return r }()},
+			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				return schedule(ctx, pl, workflowPod("r1").UID("second").Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
+			},
+			wantEvent: "Warning " + ReasonNoReservation + " Scheduled as an ordinary pod: the reservation of runner arc/r1 was claimed by another workflow pod",
+			wantLog:   "claims no reservation",
+			wantHeld:  []string{"r1@n1:claimed"},
+		},
+		"a workflow pod whose runner does not exist": {
+			reservations: []*reservation{oneUnitReservation("r1")},
+			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				return schedule(ctx, pl, workflowPod("nobody").Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
+			},
+			wantEvent: "Warning " + ReasonNoReservation + " Scheduled as an ordinary pod: runner arc/nobody holds no reservation",
+			wantLog:   "claims no reservation",
+			wantHeld:  []string{"r1@n1:held"},
+		},
+		"a workflow pod of a terminal runner": {
+			reservations: []*reservation{oneUnitReservation("r1")},
+			act: func(ctx context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				finished := runner1.DeepCopy()
+				finished.Status.Phase = v1.PodSucceeded
+				pl.onPodDelete(logger, finished)
+				return schedule(ctx, pl, workflowPod("r1").Req(units("1")).Obj(), nodeInfo(threeUnits))
+			},
+			wantEvent: "Warning " + ReasonNoReservation,
+			wantLog:   "Released reservation",
+		},
+		"a workflow pod bound to another node than its reservation": {
+			reservations: []*reservation{oneUnitReservation("r1")},
+			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				pl.onPod(logger, workflowPod("r1").Node("n2").Obj())
+				return nil
+			},
+			wantEvent: "Normal " + ReasonReleased + " Runs on node n2, not on node n1",
+			wantLog:   "runs on another node than its runner's reservation",
+			wantHeld:  []string{"r1@n1:done"},
+		},
+		"a workflow pod larger than its reservation": {
+			reservations: []*reservation{oneUnitReservation("r1")},
+			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				return schedule(ctx, pl, workflowPod("r1").Req(units("2")).Obj(), nodeInfo(threeUnits, runner1, st.MakePod().Namespace("x").Name("f").Req(units("1")).Node("n1").Obj()))
+			},
+			wantStatus: "needs cpu=2; its reservation on node n1 holds cpu=1",
+			wantLog:    "Workflow pod does not fit beside its reservation",
+			wantHeld:   []string{"r1@n1:held"},
+		},
+		"a stale workflow pod of a recreated runner": {
+			reservations: []*reservation{func() *reservation { r := oneUnitReservation("r1"); r.runnerCreated = later.Time; return r }()},
+			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				return schedule(ctx, pl, workflowPod("r1").CreationTimestamp(earlier).Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
+			},
+			wantEvent: "Warning " + ReasonNoReservation + " Scheduled as an ordinary pod: the pod was created before runner arc/r1",
+			wantLog:   "claims no reservation",
+			wantHeld:  []string{"r1@n1:held"},
+		},
+		"a node deleted under a reservation": {
+			reservations: []*reservation{oneUnitReservation("r1")},
+			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				pl.onNodeDelete(logger, st.MakeNode().Name("n1").Obj())
+				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj())
+				return nil
+			},
+			wantEvent: "Normal " + ReasonReleased + " Released cpu=1: node n1 was deleted",
+			wantLog:   "node_deleted",
+		},
+		"an unreadable recorded reservation": {
+			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, "{").Obj())
+				return nil
+			},
+			wantEvent: "Warning " + ReasonInvalidReservation,
+			wantLog:   "Cannot rebuild the reservation",
+		},
+		"a reservation recorded for another pod": {
+			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("copied-from-elsewhere")).Obj())
+				return nil
+			},
+			wantEvent: "Warning " + ReasonInvalidReservation + ` annotation tandem.dev/reservation was recorded for pod UID "copied-from-elsewhere"`,
+			wantLog:   "Cannot rebuild the reservation",
+		},
+		"a recorded reservation of nothing": {
+			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, `{"node":"n1","requests":{"cpu":"0"},"runnerUID":"r1"}`).Obj())
+				return nil
+			},
+			wantEvent: "Warning " + ReasonInvalidReservation + " annotation tandem.dev/reservation holds no valid requests",
+			wantLog:   "Cannot rebuild the reservation",
+		},
+		"a hand-written reservation on a pending runner": {
+			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				pod := runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").
+					Annotation(ReservationAnnotation, `{"node":"n9","requests":{"cpu":"64"},"runnerUID":"r"}`).Obj()
+				cs := framework.NewCycleState()
+				pl.PreFilter(ctx, cs, pod, nil)
+				pl.Reserve(ctx, cs, pod, "n1")
+				if r, _ := pl.store.get(key("r")); r.size.String() != "cpu=1" {
+					return fwk.NewStatus(fwk.Error, "reservation "+r.size.String()+" taken from the hand-written record")
+				}
+				return fwk.NewStatus(fwk.Success, "the record is replaced by the Binding's")
+			},
+			wantStatus: "replaced by the Binding's",
+			wantHeld:   []string{"r@n1:held"},
+		},
+	}
+	if len(tests) < 20 {
+		t.Fatalf("%d bad-input cases, want at least 20", len(tests))
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pl, h := newTestPlugin(t, defaultArgs(), true, badInputTemplates)
+			drainEvents(h)
+			for _, r := range tc.reservations {
+				pl.store.put(r)
+			}
+			logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(4)))
+			ctx := klog.NewContext(context.Background(), logger)
+			status := tc.act(ctx, logger, pl)
+			if tc.wantStatus != "" && (status == nil || !strings.Contains(status.Message(), tc.wantStatus)) {
+				t.Errorf("status %v, want a message containing %q", status, tc.wantStatus)
+			}
+			events := strings.Join(drainEvents(h), "\n")
+			if tc.wantEvent != "" && !strings.Contains(events, tc.wantEvent) {
+				t.Errorf("events:\n%s\nwant one containing %q", events, tc.wantEvent)
+			}
+			logs := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+			if tc.wantLog != "" && !strings.Contains(logs, tc.wantLog) {
+				t.Errorf("log:\n%s\nwant a line containing %q", logs, tc.wantLog)
+			}
+			if got := heldReservations(pl); strings.Join(got, " ") != strings.Join(tc.wantHeld, " ") {
+				t.Errorf("reservations %v, want %v", got, tc.wantHeld)
+			}
+		})
+	}
+}
+
+// runnerCycle schedules a runner on an empty node n1 and, if it fits,
+// reserves there: a broken source must leave no reservation behind.
+func runnerCycle(pod *v1.Pod) func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
+	return func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
+		cs := framework.NewCycleState()
+		if _, status := pl.PreFilter(ctx, cs, pod, nil); !status.IsSuccess() {
+			return status
+		}
+		if status := pl.Filter(ctx, cs, pod, nodeInfo(threeUnits)); !status.IsSuccess() {
+			return status
+		}
+		return pl.Reserve(ctx, cs, pod, "n1")
+	}
+}

@@ -1,0 +1,88 @@
+package workflowreservation
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// The parsers of user input: whatever they are given, they do not panic,
+// and what they accept is something the scheduler can account with.
+
+func FuzzParseResourceList(f *testing.F) {
+	for _, s := range []string{"cpu=2,memory=4Gi", " cpu=500m , nvidia.com/gpu=1 ", "cpu=", "memory=-1Gi", "cpu=1,cpu=2", ",,", "hugepages-2Mi=4Mi", "cpu=1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rl, err := parseResourceList(s)
+		if err != nil {
+			return
+		}
+		if len(rl) == 0 {
+			t.Fatalf("parseResourceList(%q) accepted an empty list", s)
+		}
+		for name, q := range rl {
+			if q.Sign() < 0 {
+				t.Fatalf("parseResourceList(%q) accepted negative %s=%s", s, name, q.String())
+			}
+		}
+		// What it prints, it reads back (the events and messages show it).
+		again, err := parseResourceList(formatResourceList(rl))
+		if err != nil {
+			t.Fatalf("parseResourceList(%q) = %v, but its formatting %q does not parse: %v", s, rl, formatResourceList(rl), err)
+		}
+		if !equality.Semantic.DeepEqual(rl, again) {
+			t.Fatalf("parseResourceList(%q) = %v, read back as %v", s, rl, again)
+		}
+	})
+}
+
+func FuzzRecordedReservation(f *testing.F) {
+	for _, s := range []string{
+		recordedFor("r"),
+		`{"node":"n1","requests":{"cpu":"1","pods":"1"},"source":"annotation","runnerUID":"r","staleWorkflowPods":["a","b"]}`,
+		`{"node":"n1","requests":{"cpu":"-1"},"runnerUID":"r"}`,
+		`{"node":"n2","requests":{"cpu":"1"},"runnerUID":"r"}`,
+		`{`, `null`, `[]`, `{"requests":{"cpu":"1e100"}}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		pod := runnerPod("r").Node("n1").Annotation(ReservationAnnotation, value).Obj()
+		r, err := reservationFromPod(pod)
+		if err != nil || r == nil {
+			return
+		}
+		if r.node != "n1" || r.runnerUID != pod.UID {
+			t.Fatalf("record %q accepted for node %q, uid %q", value, r.node, r.runnerUID)
+		}
+		if r.size.isZero() || r.size.negative() {
+			t.Fatalf("record %q accepted with size %+v", value, r.size)
+		}
+	})
+}
+
+func FuzzHookTemplate(f *testing.F) {
+	for _, s := range []string{
+		hookTemplate,
+		"spec:\n  containers:\n  - name: $job\n    resources:\n      limits: {cpu: \"2\"}\n",
+		"spec:\n  containers:\n  - name: $job\n    resources:\n      requests: {cpu: \"-2\"}\n",
+		"spec: [", "- a\n- b\n", "kind: Deployment\n", "",
+		"spec:\n  overhead: {cpu: 100m}\n  initContainers:\n  - name: i\n    resources:\n      requests: {memory: 1Gi}\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		rl, _, err := parseHookTemplate(data)
+		if err != nil {
+			return
+		}
+		for name, q := range rl {
+			if q.Sign() < 0 {
+				t.Fatalf("template %q accepted with negative %s=%s", data, name, q.String())
+			}
+		}
+		_ = amountFromList(rl).add(amountFromList(v1.ResourceList{}))
+	})
+}

@@ -1,0 +1,137 @@
+package workflowreservation
+
+import (
+	"context"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// Preemption and nominated pods. A reservation has its runner's priority:
+// it goes when its runner goes. When DefaultPreemption tries victims on a
+// node it removes them from a copy of the cycle state (RemovePod) and adds
+// back those it can spare (AddPod); a runner removed takes its reservation
+// with it, a workflow pod removed takes what remains of its reservation, so
+// that evicting either frees exactly what the eviction would free. When the
+// framework filters a pod against a node with nominated pods of at least its
+// priority, it adds them (AddPod): a nominated runner brings its workflow
+// pod's room, which the pod being filtered cannot take.
+
+// adjustments are the changes AddPod and RemovePod made to one copy of a
+// cycle state.
+type adjustments struct {
+	// removed are the runners whose reservations do not count here.
+	removed []types.UID
+	// added is, per node, the workflow room of nominated runners.
+	added map[string]amount
+}
+
+func (a adjustments) clone() adjustments {
+	c := adjustments{removed: slices.Clone(a.removed)}
+	if len(a.added) > 0 {
+		c.added = make(map[string]amount, len(a.added))
+		for n, v := range a.added {
+			c.added[n] = v
+		}
+	}
+	return c
+}
+
+func (a *adjustments) isRemoved(uid types.UID) bool {
+	return len(a.removed) > 0 && slices.Contains(a.removed, uid)
+}
+
+func (a *adjustments) remove(uid types.UID) {
+	if !a.isRemoved(uid) {
+		a.removed = append(a.removed, uid)
+	}
+}
+
+func (a *adjustments) unremove(uid types.UID) {
+	a.removed = slices.DeleteFunc(a.removed, func(u types.UID) bool { return u == uid })
+}
+
+func (a *adjustments) add(node string, room amount) {
+	if a.added == nil {
+		a.added = map[string]amount{}
+	}
+	a.added[node] = a.added[node].add(room)
+}
+
+// addedOn returns sum plus the room nominated runners hold on node.
+func (a *adjustments) addedOn(node string, sum amount) amount {
+	if extra, ok := a.added[node]; ok {
+		return sum.add(extra)
+	}
+	return sum
+}
+
+// PreFilterExtensions returns the plugin: reservations change with the pods
+// the framework adds or removes during preemption and for nominated pods.
+func (pl *WorkflowReservation) PreFilterExtensions() fwk.PreFilterExtensions { return pl }
+
+// AddPod adds podInfoToAdd to the node in this cycle: a runner spared by
+// preemption gets its reservation back; a nominated runner that is not bound
+// yet brings the room of its workflow pod.
+func (pl *WorkflowReservation) AddPod(ctx context.Context, cs fwk.CycleState, podToSchedule *v1.Pod, podInfoToAdd fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	p := podInfoToAdd.GetPod()
+	if p.UID == podToSchedule.UID {
+		return nil
+	}
+	if r, ok := pl.store.get(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); ok && r.runnerUID == p.UID {
+		s.adjust.unremove(p.UID)
+		return nil
+	}
+	if r, ok := pl.reservationOfVictim(p, nodeInfo); ok {
+		s.adjust.unremove(r.runnerUID)
+		return nil
+	}
+	if p.Spec.NodeName == "" && pl.trusted(p) {
+		if sz := pl.sizer.size(p); !sz.workflow.isZero() {
+			s.adjust.add(nodeInfo.Node().Name, sz.workflow)
+			klog.FromContext(ctx).V(5).Info("Nominated runner's workflow room counted", "pod", klog.KObj(podToSchedule), "runner", klog.KObj(p), "node", nodeInfo.Node().Name, "size", sz.workflow.String())
+		}
+	}
+	return nil
+}
+
+// RemovePod removes podInfoToRemove from the node in this cycle: a runner
+// takes its reservation, a workflow pod what remains of its runner's.
+func (pl *WorkflowReservation) RemovePod(ctx context.Context, cs fwk.CycleState, podToSchedule *v1.Pod, podInfoToRemove fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	p := podInfoToRemove.GetPod()
+	if r, ok := pl.store.get(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); ok && r.runnerUID == p.UID && r.node == nodeInfo.Node().Name {
+		s.adjust.remove(r.runnerUID)
+		klog.FromContext(ctx).V(5).Info("Victim runner's reservation removed", "pod", klog.KObj(podToSchedule), "runner", klog.KObj(p), "node", r.node)
+		return nil
+	}
+	if r, ok := pl.reservationOfVictim(p, nodeInfo); ok {
+		s.adjust.remove(r.runnerUID)
+	}
+	return nil
+}
+
+// reservationOfVictim returns the reservation that workflow pod p, on
+// nodeInfo's node, claimed (or would claim, if the informer handler has not
+// caught up yet).
+func (pl *WorkflowReservation) reservationOfVictim(p *v1.Pod, nodeInfo fwk.NodeInfo) (reservation, bool) {
+	runner, ok := pl.runnerOf(p)
+	if !ok {
+		return reservation{}, false
+	}
+	r, ok := pl.store.get(runner)
+	if !ok || r.node != nodeInfo.Node().Name || !r.owns(p) {
+		return reservation{}, false
+	}
+	return r, r.claimedBy == p.UID || r.claimedBy == ""
+}

@@ -1,0 +1,198 @@
+package workflowreservation
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
+)
+
+// Repairs the reconciler makes, as the metric names them.
+const (
+	repairRunnerGone = "runner_gone"
+	repairNodeGone   = "node_gone"
+	repairMoved      = "moved"
+	repairClaimed    = "claimed"
+	repairFinished   = "finished"
+	repairRecovered  = "recovered"
+)
+
+// reconcile compares the reservations with the cluster and repairs what
+// drifted: a missed informer event, a handler that lost a race, a record
+// that does not exist. It runs on the leader when it starts leading and
+// then periodically. Each repair is an event on the runner, a log line and
+// a count of scheduler_workflow_reservation_repairs_total.
+func (pl *WorkflowReservation) reconcile(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("reconciler")
+	finished := pl.finishedWorkflowPods(ctx, logger)
+	for _, r := range pl.store.list() {
+		pl.reconcileReservation(logger, r, finished)
+	}
+	pl.recoverUnrecorded(logger)
+}
+
+// finishedWorkflowPods lists the terminal workflow pods: the scheduler's
+// informer does not hold them, and a reservation rebuilt after its workflow
+// pod finished would otherwise hold room until its runner ends.
+func (pl *WorkflowReservation) finishedWorkflowPods(ctx context.Context, logger klog.Logger) map[types.UID]*v1.Pod {
+	list, err := pl.handle.ClientSet().CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		LabelSelector:   pl.runnerPodLabel,
+		FieldSelector:   "status.phase!=" + string(v1.PodPending) + ",status.phase!=" + string(v1.PodRunning) + ",status.phase!=" + string(v1.PodUnknown),
+		ResourceVersion: "0",
+	})
+	if err != nil {
+		logger.Error(err, "Listing finished workflow pods")
+		return nil
+	}
+	out := map[types.UID]*v1.Pod{}
+	for i := range list.Items {
+		if p := &list.Items[i]; isTerminal(p) {
+			out[p.UID] = p
+		}
+	}
+	return out
+}
+
+func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reservation, finished map[types.UID]*v1.Pod) {
+	pod, err := pl.pods.Pods(r.runner.Namespace).Get(r.runner.Name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Getting a runner", "runner", r.runner)
+		return
+	}
+	switch {
+	case pod == nil || pod.UID != r.runnerUID || isTerminal(pod):
+		if pl.store.remove(r.runner, r.runnerUID) != nil {
+			pl.repaired(logger, stub(r), repairRunnerGone, fmt.Sprintf("Released %s on node %s: the runner is gone", r.size, r.node))
+		}
+		return
+	case pod.Spec.NodeName != "" && pod.Spec.NodeName != r.node:
+		nr, err := reservationFromPod(pod)
+		if err != nil || nr == nil {
+			if pl.store.remove(r.runner, r.runnerUID) != nil {
+				pl.repaired(logger, pod, repairMoved, fmt.Sprintf("Released %s on node %s: the runner is bound to node %s and carries no valid record (%v)", r.size, r.node, pod.Spec.NodeName, err))
+			}
+			return
+		}
+		pl.store.put(nr)
+		pl.repaired(logger, pod, repairMoved, fmt.Sprintf("Moved the reservation from node %s to node %s, where the runner is bound", r.node, nr.node))
+		return
+	case pod.Spec.NodeName == r.node:
+		if _, err := pl.nodes.Get(r.node); apierrors.IsNotFound(err) {
+			if pl.store.remove(r.runner, r.runnerUID) != nil {
+				pl.sh.release(r.runnerUID)
+				pl.repaired(logger, pod, repairNodeGone, fmt.Sprintf("Released %s: node %s is gone", r.size, r.node))
+			}
+			return
+		}
+		if !r.bound {
+			pl.store.update(r.runner, func(s *reservation) {
+				if s.runnerUID == r.runnerUID {
+					s.bound = true
+				}
+			})
+		}
+	}
+	if r.done {
+		return
+	}
+	workflows := pl.workflowPods(r.runner)
+	if r.claimedBy != "" {
+		for _, wf := range workflows {
+			if wf.UID == r.claimedBy && !isTerminal(wf) && finished[wf.UID] == nil {
+				return
+			}
+		}
+		if pl.markDone(r, r.claimedBy) {
+			pl.repaired(logger, pod, repairFinished, fmt.Sprintf("The workflow pod that claimed the reservation on node %s is gone; it holds nothing more", r.node))
+		}
+		return
+	}
+	for _, wf := range workflows {
+		if wf.Spec.NodeName != "" && !isTerminal(wf) && finished[wf.UID] == nil && r.owns(wf) {
+			pl.observeWorkflow(logger, wf, r.runner)
+			pl.repaired(logger, pod, repairClaimed, fmt.Sprintf("Workflow pod %s on node %s had not been counted as the reservation's claim", wf.Name, wf.Spec.NodeName))
+			return
+		}
+	}
+	for _, wf := range finished {
+		if wf.Namespace == r.runner.Namespace && wf.Labels[pl.runnerPodLabel] == r.runner.Name && r.owns(wf) {
+			if pl.markDone(r, wf.UID) {
+				pl.repaired(logger, pod, repairFinished, fmt.Sprintf("Workflow pod %s already finished; the reservation on node %s holds nothing more", wf.Name, r.node))
+			}
+			return
+		}
+	}
+}
+
+// markDone marks r used up by workflow pod uid, if it is still the same
+// reservation and not used up.
+func (pl *WorkflowReservation) markDone(r reservation, uid types.UID) bool {
+	changed := false
+	pl.store.update(r.runner, func(s *reservation) {
+		if s.runnerUID == r.runnerUID && !s.done && (s.claimedBy == "" || s.claimedBy == uid) {
+			s.claimedBy, s.claimSeen, s.done, changed = uid, true, true, true
+		}
+	})
+	if changed {
+		pl.recordMetrics()
+	}
+	return changed
+}
+
+// recoverUnrecorded holds room for runners of tandem profiles that are bound
+// without a record (bound by another bind plugin, or a record lost): they
+// are sized from their sources again, as when they were scheduled.
+func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
+	pods, err := pl.pods.List(labels.Everything())
+	if err != nil {
+		logger.Error(err, "Listing pods")
+		return
+	}
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" || isTerminal(pod) || pod.DeletionTimestamp != nil || !pl.trusted(pod) {
+			continue
+		}
+		if _, recorded := pod.Annotations[ReservationAnnotation]; recorded || pl.sh.wasReleased(pod.UID) {
+			continue
+		}
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		if r, ok := pl.store.get(key); ok && r.runnerUID == pod.UID {
+			continue
+		}
+		owner := pl.sh.profileOf(pod)
+		sz := owner.sizer.size(pod)
+		if sz.workflow.isZero() {
+			continue
+		}
+		pl.store.put(&reservation{
+			runner: key, runnerUID: pod.UID, runnerCreated: pod.CreationTimestamp.Time,
+			node: pod.Spec.NodeName, size: sz.workflow, source: sz.source, bound: true,
+		})
+		pl.recordMetrics()
+		pl.repaired(logger, pod, repairRecovered, fmt.Sprintf("Bound without a recorded reservation: holding %s on node %s for its workflow pod from now on (size from %s)", sz.workflow, pod.Spec.NodeName, sz.source))
+		for _, wf := range pl.workflowPods(key) {
+			if wf.Spec.NodeName != "" && !isTerminal(wf) {
+				pl.observeWorkflow(logger, wf, key)
+			}
+		}
+	}
+}
+
+// repaired reports a repair on pod.
+func (pl *WorkflowReservation) repaired(logger klog.Logger, pod *v1.Pod, kind, message string) {
+	logger.Info("Repaired a reservation", "runner", klog.KObj(pod), "repair", kind, "message", message)
+	metrics.Repairs.WithLabelValues(pl.sh.feederProfile(), kind).Inc()
+	pl.event(pod, v1.EventTypeWarning, ReasonRepaired, "Reconcile", truncate(message))
+}
+
+// stub stands for a runner pod that is gone, as the object of an event.
+func stub(r reservation) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.runner.Namespace, Name: r.runner.Name, UID: r.runnerUID}}
+}

@@ -1,0 +1,153 @@
+package workflowreservation
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/component-base/metrics/testutil"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
+)
+
+// The reconciler repairs drift between the store and the cluster, with an
+// event, a log line and a count per repair. Drift is made by editing the
+// store behind the handlers' back, as a missed informer event would.
+func TestReconcile(t *testing.T) {
+	runner := func(name string) *st.PodWrapper {
+		return runnerPod(name).Node("n1").Annotation(ReservationAnnotation, recordedFor(name))
+	}
+	tests := map[string]struct {
+		objs []runtime.Object
+		// drift edits the store after the first reconcile.
+		drift      func(pl *WorkflowReservation)
+		wantRepair string
+		// check inspects the store afterwards.
+		check func(t *testing.T, pl *WorkflowReservation)
+	}{
+		"runner gone": {
+			drift:      func(pl *WorkflowReservation) { pl.store.put(oneUnitReservation("ghost")) },
+			wantRepair: repairRunnerGone,
+			check: func(t *testing.T, pl *WorkflowReservation) {
+				if _, ok := pl.store.get(key("ghost")); ok {
+					t.Error("reservation of a runner that is gone is still held")
+				}
+			},
+		},
+		"runner replaced by a newer pod of the same name": {
+			objs: []runtime.Object{runner("r1").Obj()},
+			drift: func(pl *WorkflowReservation) {
+				r := oneUnitReservation("r1")
+				r.runnerUID = "older"
+				pl.store.put(r)
+			},
+			wantRepair: repairRunnerGone,
+		},
+		"node gone": {
+			objs: []runtime.Object{runnerPod("r9").Node("n9").Annotation(ReservationAnnotation, strings.Replace(recordedFor("r9"), `"n1"`, `"n9"`, 1)).Obj()},
+			drift: func(pl *WorkflowReservation) {
+				r := oneUnitReservation("r9")
+				r.node, r.bound = "n9", true
+				pl.store.put(r)
+			},
+			wantRepair: repairNodeGone,
+			check: func(t *testing.T, pl *WorkflowReservation) {
+				if _, ok := pl.store.get(key("r9")); ok {
+					t.Error("reservation on a node that is gone is still held")
+				}
+			},
+		},
+		"runner bound elsewhere than reserved": {
+			objs: []runtime.Object{runner("r1").Obj()},
+			drift: func(pl *WorkflowReservation) {
+				r := oneUnitReservation("r1")
+				r.node, r.bound = "gone", true
+				pl.store.put(r)
+			},
+			wantRepair: repairMoved, // the runner is bound to n1, which its record names
+			check: func(t *testing.T, pl *WorkflowReservation) {
+				if r, _ := pl.store.get(key("r1")); r.node != "n1" {
+					t.Errorf("reservation on %q, want n1 where the runner is bound", r.node)
+				}
+			},
+		},
+		"claim missed": {
+			objs:       []runtime.Object{runner("r1").Obj(), workflowPod("r1").Node("n1").Obj()},
+			drift:      func(pl *WorkflowReservation) { pl.store.put(oneUnitReservation("r1")) },
+			wantRepair: repairClaimed,
+			check: func(t *testing.T, pl *WorkflowReservation) {
+				if r, _ := pl.store.get(key("r1")); r.claimedBy != "r1-workflow" {
+					t.Errorf("claimedBy = %q, want r1-workflow", r.claimedBy)
+				}
+			},
+		},
+		"claiming workflow pod gone": {
+			objs: []runtime.Object{runner("r1").Obj()},
+			drift: func(pl *WorkflowReservation) {
+				r := oneUnitReservation("r1")
+				r.claimedBy = "vanished"
+				pl.store.put(r)
+			},
+			wantRepair: repairFinished,
+			check: func(t *testing.T, pl *WorkflowReservation) {
+				if r, _ := pl.store.get(key("r1")); !r.done {
+					t.Error("reservation whose workflow pod is gone still holds room")
+				}
+			},
+		},
+		"runner bound without a record": {
+			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(WorkflowRequestsAnnotation, "cpu=2").Obj()},
+			drift: func(pl *WorkflowReservation) {
+				pl.store.remove(key("r1"), "")
+			},
+			wantRepair: repairRecovered,
+			check: func(t *testing.T, pl *WorkflowReservation) {
+				if r, ok := pl.store.get(key("r1")); !ok || r.size.String() != "cpu=2" || r.node != "n1" {
+					t.Errorf("reservation %+v (found %v), want cpu=2 on n1 recovered from the annotation", r, ok)
+				}
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pl, h := newTestPlugin(t, defaultArgs(), true, tc.objs...)
+			drainEvents(h)
+			tc.drift(pl)
+			counter := metrics.Repairs.WithLabelValues("test", tc.wantRepair)
+			before, _ := testutil.GetCounterMetricValue(counter)
+			pl.reconcile(context.Background())
+			after, _ := testutil.GetCounterMetricValue(counter)
+			if after-before != 1 {
+				t.Errorf("repairs_total{kind=%s} grew by %v, want 1", tc.wantRepair, after-before)
+			}
+			if events := strings.Join(drainEvents(h), "\n"); !strings.Contains(events, "Warning "+ReasonRepaired) {
+				t.Errorf("events %q, want a Warning %s", events, ReasonRepaired)
+			}
+			if tc.check != nil {
+				tc.check(t, pl)
+			}
+			// A second pass finds nothing more to repair.
+			before, _ = testutil.GetCounterMetricValue(counter)
+			pl.reconcile(context.Background())
+			if after, _ := testutil.GetCounterMetricValue(counter); after != before {
+				t.Errorf("a second pass repaired %v more", after-before)
+			}
+		})
+	}
+}
+
+// A reservation rebuilt after a restart whose workflow pod already finished
+// (terminal pods are not in the scheduler's informer) holds nothing: the
+// reconciler's first pass, when the replica starts leading, sees the
+// finished pod through the API.
+func TestReconcileFinishedWorkflowPodBeforeRestart(t *testing.T) {
+	r1 := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	finished := workflowPod("r1").Node("n1").Phase(v1.PodSucceeded).Obj()
+	pl, _ := newTestPlugin(t, defaultArgs(), true, r1, finished)
+	if r, ok := pl.store.get(key("r1")); !ok || !r.done {
+		t.Errorf("reservation %+v (found %v), want it rebuilt and used up", r, ok)
+	}
+}
