@@ -180,6 +180,18 @@ func (c *Checker) incarnationLocked(workflow *v1.Pod) *v1.Pod {
 	return runner
 }
 
+// reservationLocked returns the reservation recorded on pod if it still
+// holds room: recorded for this pod (its UID; a record copied onto another
+// pod holds nothing, for tandem as for the checker) and not claimed yet by
+// a workflow pod of this runner incarnation.
+func (c *Checker) reservationLocked(pod *v1.Pod) (workflowreservation.Recorded, bool) {
+	r, ok, err := workflowreservation.RecordedReservation(pod)
+	if !ok || err != nil || r.RunnerUID != pod.UID || c.claimed[pod.UID] {
+		return workflowreservation.Recorded{}, false
+	}
+	return r, true
+}
+
 // createdBeforeLocked orders pods by creation: their timestamps (seconds),
 // then the order in which the watch delivered them.
 func (c *Checker) createdBeforeLocked(a, b *v1.Pod) bool {
@@ -205,7 +217,7 @@ func (c *Checker) checkLocked(node string) {
 			addTo(used, v1.ResourceList{v1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
 			parts = append(parts, fmt.Sprintf("%s(uid %s) runs cpu=%s", p.Name, p.UID, req.Cpu()))
 		}
-		if r, ok, err := workflowreservation.RecordedReservation(p); ok && err == nil && r.Node == node && !c.claimed[p.UID] {
+		if r, ok := c.reservationLocked(p); ok && r.Node == node {
 			addTo(reserved, r.Requests)
 			parts = append(parts, fmt.Sprintf("%s(uid %s) reserves cpu=%s", p.Name, p.UID, r.Requests.Cpu()))
 		}
@@ -269,7 +281,7 @@ func (c *Checker) Reservations() []string {
 		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
-		if _, ok, _ := workflowreservation.RecordedReservation(p); ok && !c.claimed[p.UID] {
+		if _, ok := c.reservationLocked(p); ok {
 			out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}.String())
 		}
 	}

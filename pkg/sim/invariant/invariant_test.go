@@ -21,7 +21,7 @@ func TestChecker(t *testing.T) {
 	cpu := func(q string) map[v1.ResourceName]string { return map[v1.ResourceName]string{v1.ResourceCPU: q} }
 	// A runner bound to n1 holding 2 cpu for its workflow pod.
 	runner := st.MakePod().Namespace("ns").Name("r1").UID("r1").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).
-		Annotation(workflowreservation.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation"}`).Obj()
+		Annotation(workflowreservation.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation","runnerUID":"r1"}`).Obj()
 	other := func(q string) *v1.Pod {
 		return st.MakePod().Namespace("ns").Name("other").UID("other").Node("n1").Req(cpu(q)).Phase(v1.PodRunning).Obj()
 	}
@@ -32,14 +32,16 @@ func TestChecker(t *testing.T) {
 	// The same runner name, two incarnations: r1a failed, r1b is its
 	// replacement on n1 with a reservation of 2 cpu; wf1a is the failed
 	// incarnation's workflow pod, still running.
-	reserved := `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation"}`
+	reserved := func(uid string) string {
+		return `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation","runnerUID":"` + uid + `"}`
+	}
 	r1a := st.MakePod().Namespace("ns").Name("r1").UID("r1a").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).CreationTimestamp(at(10)).
-		Annotation(workflowreservation.ReservationAnnotation, reserved).Obj()
+		Annotation(workflowreservation.ReservationAnnotation, reserved("r1a")).Obj()
 	wf1a := st.MakePod().Namespace("ns").Name("r1-workflow").UID("wf1a").Node("n1").Req(cpu("2")).
 		Label("runner-pod", "r1").Phase(v1.PodRunning).CreationTimestamp(at(20)).Obj()
 	r1b := func(created int64) *v1.Pod {
 		return st.MakePod().Namespace("ns").Name("r1").UID("r1b").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).CreationTimestamp(at(created)).
-			Annotation(workflowreservation.ReservationAnnotation, reserved).Obj()
+			Annotation(workflowreservation.ReservationAnnotation, reserved("r1b")).Obj()
 	}
 	wf1b := st.MakePod().Namespace("ns").Name("r1-workflow").UID("wf1b").Node("n1").Req(cpu("2")).
 		Label("runner-pod", "r1").Phase(v1.PodRunning).CreationTimestamp(at(40)).Obj()
@@ -91,6 +93,10 @@ func TestChecker(t *testing.T) {
 			// The reservation is still recorded on the live runner pod
 			// until the pod garbage collector deletes it.
 			wantReservations: []string{"ns/r1"},
+		},
+		"a record copied from another pod holds nothing": {
+			pods: []*v1.Pod{st.MakePod().Namespace("ns").Name("r2").UID("r2").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).
+				Annotation(workflowreservation.ReservationAnnotation, reserved("r1a")).Obj(), other("3")},
 		},
 		"terminal pods count for nothing": {
 			pods:             []*v1.Pod{runner, st.MakePod().Namespace("ns").Name("done").UID("done").Node("n1").Req(cpu("4")).Phase(v1.PodSucceeded).Obj()},
