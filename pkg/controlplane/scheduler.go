@@ -50,6 +50,12 @@ func StartSchedulerProcess(ctx context.Context, cp *ControlPlane, spec Scheduler
 	if spec.Dir == "" {
 		spec.Dir = cp.Dir()
 	}
+	// The process runs in Dir: paths given to it must not be relative.
+	dir, err := filepath.Abs(spec.Dir)
+	if err != nil {
+		return nil, "", err
+	}
+	spec.Dir = dir
 	port, err := FreePort()
 	if err != nil {
 		return nil, "", err
