@@ -89,7 +89,7 @@ func (in *injector) inject(ctx context.Context, plan []Fault) {
 		if err != nil {
 			rec.Error = err.Error()
 		}
-		klog.FromContext(ctx).Info("Injected fault", "kind", rec.Kind, "t", rec.AtSeconds, "target", rec.Target, "detail", rec.Detail, "err", err)
+		klog.FromContext(ctx).V(2).Info("Injected fault", "kind", rec.Kind, "t", rec.AtSeconds, "target", rec.Target, "detail", rec.Detail, "err", err)
 		if in.progress != nil {
 			line := fmt.Sprintf("  [%s] t=%5.0fs %-16s %s", in.run, rec.AtSeconds, rec.Kind, rec.Target)
 			if rec.Detail != "" {
