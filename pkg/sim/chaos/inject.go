@@ -46,8 +46,9 @@ type FaultRecord struct {
 	Target string `json:"target,omitempty"`
 	Detail string `json:"detail,omitempty"`
 	// RecoverySeconds (real time), for faults that stop scheduling: from
-	// the fault (the SIGKILL, the apiserver's stop) to the first bind of a
-	// pod first seen after it. For a leader kill it is the failover time.
+	// the fault (the SIGKILL, the apiserver's SIGTERM) to the bind of a
+	// probe pod created right after it. For a leader kill it is the
+	// failover time.
 	RecoverySeconds *float64 `json:"recoverySeconds,omitempty"`
 	// LeaseTakeoverSeconds (real time), for leader kills: from the SIGKILL
 	// to the new holder's acquireTime on the Lease.
@@ -214,9 +215,12 @@ func (in *injector) pickNode() string {
 	return nodes[in.rand.Intn(len(nodes))]
 }
 
-// recover creates a probe pod (through the scheduler under test, no
-// requests) right after the fault and waits until a pod first seen after the
-// fault is bound; it deletes the probe then.
+// recover creates a probe pod (no requests, any node, through the scheduler
+// under test) right after the fault, once the killed process has exited or
+// the apiserver answers again, and waits until it is bound: a pod that no
+// killed scheduler can have seen, so whatever binds it is the new leader or
+// the restarted process. The recovery time runs from the fault to that
+// bind. The probe is deleted then.
 func (in *injector) recover(ctx context.Context, rec *FaultRecord, at time.Time) error {
 	in.probes++
 	name := fmt.Sprintf("chaos-probe-%d", in.probes)
@@ -230,9 +234,11 @@ func (in *injector) recover(ctx context.Context, rec *FaultRecord, at time.Time)
 			Containers:    []v1.Container{{Name: "probe", Image: "probe"}},
 		},
 	}
+	var created *v1.Pod
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, recoveryTimeout, true, func(ctx context.Context) (bool, error) {
-		_, err := pods.Create(ctx, probe, metav1.CreateOptions{})
-		return err == nil || apierrors.IsAlreadyExists(err), nil
+		var err error
+		created, err = pods.Create(ctx, probe, metav1.CreateOptions{})
+		return err == nil, nil
 	})
 	if err != nil {
 		return fmt.Errorf("creating probe pod: %w", err)
@@ -244,17 +250,17 @@ func (in *injector) recover(ctx context.Context, rec *FaultRecord, at time.Time)
 			return err == nil || apierrors.IsNotFound(err), nil
 		})
 	}()
-	var pod string
+	key := in.h.Namespace + "/" + name + "/" + string(created.UID)
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, recoveryTimeout, true, func(context.Context) (bool, error) {
-		var ok bool
-		rec.recovery, pod, ok = in.binds.recovery(at)
+		bound, ok := in.binds.boundAt(key)
+		rec.recovery = bound.Sub(at)
 		return ok, nil
 	})
 	if err != nil {
-		return fmt.Errorf("no pod bound within %v after the fault: %w", recoveryTimeout, err)
+		return fmt.Errorf("probe pod not bound within %v after the fault: %w", recoveryTimeout, err)
 	}
 	rec.RecoverySeconds = ptrSeconds(rec.recovery)
-	klog.FromContext(ctx).V(2).Info("Scheduling is back", "after", rec.recovery, "firstBound", pod)
+	klog.FromContext(ctx).V(2).Info("Scheduling is back", "after", rec.recovery, "probe", klog.KObj(created))
 	return nil
 }
 
