@@ -88,7 +88,8 @@ func (e *Emulator) advance(ctx context.Context, s *setState, r *runner, runnerPo
 
 // prepareJob is the hook's prepare_job: it prunes the pods labelled
 // runner-pod=<runner> (a failed incarnation's workflow pod), then creates the
-// workflow pod. An API call that fails fails the job; the hook does not retry.
+// workflow pod. If one of its API calls fails, so does the job: the hook
+// does not retry.
 func (e *Emulator) prepareJob(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration) {
 	j := r.job
 	pods := e.client.CoreV1().Pods(s.set.Namespace)

@@ -10,15 +10,15 @@ import (
 type Class string
 
 const (
-	// ByFault: the job failed because of an injected fault (its runner or
+	// ByFault means the job failed because of an injected fault (its runner or
 	// node died, the apiserver did not answer the hook).
 	ByFault Class = "fault"
-	// ByCapacity: the job failed for lack of room or a scheduling decision:
+	// ByCapacity means the job failed for lack of room or a scheduling decision:
 	// the kubelet rejected the workflow pod (OutOf*, host ports, affinity),
 	// or it stayed Pending until the prepare-job timeout. tandem promises
 	// none of these: each is a lost job.
 	ByCapacity Class = "capacity"
-	// ByOther: any other reason, e.g. the workflow pod vanished while the
+	// ByOther means any other reason, e.g. the workflow pod vanished while the
 	// hook waited. Also a lost job: no injected fault explains it.
 	ByOther Class = "other"
 )

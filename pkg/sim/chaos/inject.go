@@ -280,7 +280,10 @@ func (in *injector) leaseTakeover(ctx context.Context, old string, at time.Time)
 	var holder string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, recoveryTimeout, true, func(ctx context.Context) (bool, error) {
 		l, err := in.h.Client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, in.lease, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == old || *l.Spec.HolderIdentity == "" {
+		if err != nil {
+			return false, nil //nolint:nilerr // the apiserver may be unavailable: poll again
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == old || *l.Spec.HolderIdentity == "" {
 			return false, nil
 		}
 		holder = *l.Spec.HolderIdentity

@@ -145,7 +145,7 @@ func summarize(scenario string, seed int64, scale float64, runs []RunReport, wal
 	}
 	var failover, takeover, kill, apiserver []time.Duration
 	for _, run := range runs {
-		rep.Jobs.add(run.Jobs)
+		rep.add(run.Jobs)
 		rep.InvariantViolations += run.InvariantViolations
 		rep.LeakedReservations += run.LeakedReservations
 		rep.SchedulerExits += len(run.SchedulerExits)
