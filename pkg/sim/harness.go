@@ -98,8 +98,12 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	h.Factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
 	h.Kubelet = kubelet.New(client)
 	h.Checker = invariant.New(h.Clock, h.env.live(), arc.RunnerPodLabel)
+	volumes := storage.New(client, StorageClassName)
+	if sc.StorageTopology == "zone" {
+		volumes.TopologyKey = v1.LabelTopologyZone
+	}
 	for _, start := range []func(context.Context, informers.SharedInformerFactory) error{
-		h.Kubelet.Start, storage.New(client, StorageClassName).Start, podgc.New(client, h.Clock).Start, h.Checker.Start,
+		h.Kubelet.Start, volumes.Start, podgc.New(client, h.Clock).Start, h.Checker.Start,
 	} {
 		if err := start(ctx, h.Factory); err != nil {
 			h.Close()
@@ -179,7 +183,3 @@ func (h *Harness) ReplaceNode(ctx context.Context, node string) (string, []strin
 	h.logger.V(2).Info("Replaced node", "node", node, "replacement", name, "runnersLost", lost)
 	return name, lost, nil
 }
-
-// Allocatable returns what the scenario's nodes offer, as one would sum it
-// for the ideal bound (v1.ResourceList per live node).
-func (h *Harness) Allocatable() map[string]v1.ResourceList { return h.env.live() }

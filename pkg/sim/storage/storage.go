@@ -4,9 +4,11 @@
 // gp3 on EKS, standard-rwo on GKE, local-path):
 //   - the ephemeral volume controller creates "<pod>-<volume>" PVCs for
 //     generic ephemeral volumes, owned by the pod;
-//   - a node-local dynamic provisioner plus the PV controller's binding: once
-//     the scheduler selects a node (annotation volume.kubernetes.io/selected-node)
-//     it creates a PV with node affinity to that node and binds the claim;
+//   - a dynamic provisioner plus the PV controller's binding: once the
+//     scheduler selects a node (annotation volume.kubernetes.io/selected-node)
+//     it creates a PV with node affinity to that node (or its zone, see
+//     Controller.TopologyKey) and binds the claim; a selected node that is
+//     gone is dropped so the scheduler picks another;
 //   - the garbage collector, pvc-protection and the Delete reclaim policy:
 //     a deleted pod's claims go, and their volumes with them.
 //
@@ -57,13 +59,18 @@ func StorageClass(name string) *storagev1.StorageClass {
 type Controller struct {
 	client kubernetes.Interface
 	class  string
-	pods   corelisters.PodLister
-	writes *retry.Queue
+	// TopologyKey is the node label the volumes it provisions are pinned to:
+	// kubernetes.io/hostname (node-local disks, local-path; the default) or
+	// topology.kubernetes.io/zone (zonal disks: EBS gp3, GKE standard-rwo).
+	TopologyKey string
+	pods        corelisters.PodLister
+	nodes       corelisters.NodeLister
+	writes      *retry.Queue
 }
 
 // New returns a controller for the StorageClass class.
 func New(client kubernetes.Interface, class string) *Controller {
-	return &Controller{client: client, class: class, writes: retry.New(0)}
+	return &Controller{client: client, class: class, TopologyKey: v1.LabelHostname, writes: retry.New(0)}
 }
 
 // Start registers the handlers on factory's informers and retries failed
@@ -71,6 +78,7 @@ func New(client kubernetes.Interface, class string) *Controller {
 func (c *Controller) Start(ctx context.Context, factory informers.SharedInformerFactory) error {
 	logger := klog.FromContext(ctx)
 	c.pods = factory.Core().V1().Pods().Lister()
+	c.nodes = factory.Core().V1().Nodes().Lister()
 	go c.writes.Run(ctx)
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.onPodAdd(ctx, obj) },
@@ -231,6 +239,22 @@ func (c *Controller) onClaim(ctx context.Context, logger klog.Logger, obj any) {
 func pvName(claim *v1.PersistentVolumeClaim) string { return "pvc-" + string(claim.UID) }
 
 func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) error {
+	n, err := c.nodes.Get(node)
+	if apierrors.IsNotFound(err) {
+		n, err = c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		// external-provisioner's answer to a selected node that is gone:
+		// drop the annotation, so the scheduler picks another node.
+		return c.reschedule(ctx, claim)
+	}
+	if err != nil {
+		return err
+	}
+	key, value := c.TopologyKey, n.Labels[c.TopologyKey]
+	if value == "" {
+		key, value = v1.LabelHostname, node
+	}
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        pvName(claim),
@@ -247,7 +271,7 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 			},
 			PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/var/lib/sim-local/" + string(claim.UID)}},
 			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: v1.NodeSelectorOpIn, Values: []string{value}}},
 			}}}},
 		},
 	}
@@ -287,6 +311,17 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 		_, err = c.client.CoreV1().PersistentVolumeClaims(cur.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// reschedule removes the claim's selected-node annotation.
+func (c *Controller) reschedule(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
+	patch := []byte(`{"metadata":{"annotations":{"` + volume.AnnSelectedNode + `":null}}}`)
+	_, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	klog.FromContext(ctx).V(2).Info("Selected node is gone; rescheduling the claim", "claim", klog.KObj(claim), "node", claim.Annotations[volume.AnnSelectedNode])
+	return err
 }
 
 // onClaimDelete reclaims the claim's volume (policy Delete), and creates
