@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -73,6 +74,8 @@ type Emulator struct {
 	// Tick is the real-time period of the control loop.
 	Tick    time.Duration
 	results []Result
+	// ended counts results, for readers outside the control loop.
+	ended atomic.Int64
 	// writes retries deletions that failed (the finalizers and the hook's
 	// cleanup are retried by ARC's reconcile loop until they go through).
 	writes *retry.Queue
@@ -142,6 +145,9 @@ func NewEmulator(client kubernetes.Interface, pods corelisters.PodLister, clock 
 
 // Jobs returns how many jobs the stream has.
 func (e *Emulator) Jobs() int { return len(e.jobs) }
+
+// Ended returns how many jobs have ended so far; safe to call while Run runs.
+func (e *Emulator) Ended() int { return int(e.ended.Load()) }
 
 // Run drives the job stream until every job has ended, then scales every set
 // to zero and waits until the runner pods are gone. It returns the results

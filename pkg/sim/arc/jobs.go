@@ -138,6 +138,7 @@ func (e *Emulator) record(r *runner, runnerPod *v1.Pod, now time.Duration, ok bo
 		res.Started = -1
 	}
 	e.results = append(e.results, res)
+	e.ended.Add(1)
 }
 
 // finish records the job's result and cleans up as the hook and runner do:

@@ -16,8 +16,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
+	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
@@ -52,6 +56,9 @@ type Options struct {
 	TimeScale float64
 	// Timeout bounds each run in real time (default 30m).
 	Timeout time.Duration
+	// StallTimeout ends a run early when no job ended and no pod came or
+	// went for that long (real time; default 3m, while a job lasts seconds).
+	StallTimeout time.Duration
 	// Override replaces fault counts of the scenario (see Override).
 	Override Override
 	// Runs, if set, runs only these of the scenario's runs.
@@ -97,6 +104,9 @@ func Run(ctx context.Context, cp *controlplane.ControlPlane, sc *scenario.Scenar
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 30 * time.Minute
+	}
+	if opts.StallTimeout == 0 {
+		opts.StallTimeout = 3 * time.Minute
 	}
 	sc = withJobs(sc, opts.Jobs)
 	seed := opts.Seed
@@ -202,7 +212,13 @@ func runOne(ctx context.Context, cp *controlplane.ControlPlane, sc *scenario.Sce
 		defer close(injected)
 		in.inject(injectCtx, plan)
 	}()
-	results, emuErr := h.Emulate(ctx)
+	emuCtx, stopEmulating := context.WithCancelCause(ctx)
+	go watchProgress(emuCtx, h, opts.StallTimeout, stopEmulating)
+	results, emuErr := h.Emulate(emuCtx)
+	if cause := context.Cause(emuCtx); cause != nil && emuErr != nil {
+		emuErr = cause
+	}
+	stopEmulating(nil)
 	stopInjecting()
 	<-injected
 
@@ -219,13 +235,15 @@ func runOne(ctx context.Context, cp *controlplane.ControlPlane, sc *scenario.Sce
 	if err := fleet.WaitReady(ctx, recoveryTimeout); err != nil {
 		logger.Error(err, "Schedulers not ready for the final probe")
 	}
-	simRun, err := h.Report(ctx, results)
-	if err != nil {
-		return RunReport{}, err
+	if simRun, err := h.Report(ctx, results); err != nil {
+		run.Error = strings.TrimPrefix(run.Error+"; final probe: "+err.Error(), "; ")
+		run.InvariantViolations = len(h.Checker.Violations())
+		run.LeakedReservations = len(h.Checker.Reservations())
+	} else {
+		run.InvariantViolations, run.Violations = simRun.InvariantViolations, simRun.Violations
+		run.LeakedReservations = simRun.ReservationsLeft
+		run.MakespanSeconds = simRun.MakespanSeconds
 	}
-	run.InvariantViolations, run.Violations = simRun.InvariantViolations, simRun.Violations
-	run.LeakedReservations = simRun.ReservationsLeft
-	run.MakespanSeconds = simRun.MakespanSeconds
 	run.WallSeconds = float64(time.Since(started).Round(100*time.Millisecond)) / float64(time.Second)
 	if opts.Progress != nil {
 		fmt.Fprintf(opts.Progress, "Run %q done in %.0fs: %d/%d jobs succeeded, %d failed by faults, %d lost; %d violations, %d leaked.\n",
@@ -233,4 +251,50 @@ func runOne(ctx context.Context, cp *controlplane.ControlPlane, sc *scenario.Sce
 			run.InvariantViolations, run.LeakedReservations)
 	}
 	return run, nil
+}
+
+// watchProgress cancels the run when nothing moves for stall: no job ends
+// and no pod of the run comes or goes. The cause names the pods still
+// pending and why the scheduler leaves them so.
+func watchProgress(ctx context.Context, h *sim.Harness, stall time.Duration, cancel context.CancelCauseFunc) {
+	pods := h.Factory.Core().V1().Pods().Lister().Pods(h.Namespace)
+	state := func() string {
+		list, _ := pods.List(labels.Everything())
+		return fmt.Sprintf("%d/%d", h.Emulator.Ended(), len(list))
+	}
+	last, since := state(), time.Now()
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if now := state(); now != last {
+			last, since = now, time.Now()
+			continue
+		}
+		if time.Since(since) < stall {
+			continue
+		}
+		list, _ := pods.List(labels.Everything())
+		var pending []string
+		for _, p := range list {
+			if p.Status.Phase != v1.PodPending {
+				continue
+			}
+			why := ""
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse {
+					why = ": " + c.Message
+				}
+			}
+			pending = append(pending, p.Name+why)
+		}
+		sort.Strings(pending)
+		cancel(fmt.Errorf("stalled: no job ended and no pod came or went for %v, %d of %d jobs ended; pending pods: %s",
+			stall, h.Emulator.Ended(), h.Emulator.Jobs(), strings.Join(pending, "; ")))
+		return
+	}
 }
