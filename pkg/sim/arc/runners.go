@@ -124,7 +124,7 @@ func (e *Emulator) createPod(ctx context.Context, s *setState, r *runner) {
 		}
 	}
 	if err != nil {
-		klog.FromContext(ctx).V(2).Info("Creating runner pod failed; retrying", "pod", klog.KRef(s.set.Namespace, r.name), "err", err)
+		klog.FromContext(ctx).V(4).Info("Creating runner pod failed; retrying", "pod", klog.KRef(s.set.Namespace, r.name), "err", err)
 		return
 	}
 	r.uid = created.UID

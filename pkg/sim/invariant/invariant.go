@@ -64,7 +64,10 @@ type Checker struct {
 	nextSeq uint64
 	// claimed holds the runner incarnations (pod UIDs) whose workflow pod
 	// has been on a node.
-	claimed    map[types.UID]bool
+	claimed map[types.UID]bool
+	// flagged holds the pods whose reservation record was reported as not
+	// theirs.
+	flagged    map[types.UID]bool
 	samples    map[string][]Sample
 	violations []Violation
 }
@@ -78,6 +81,7 @@ func New(clock Clock, nodes map[string]v1.ResourceList, runnerPodLabel string) *
 		pods:        map[types.UID]*v1.Pod{},
 		seq:         map[types.UID]uint64{},
 		claimed:     map[types.UID]bool{},
+		flagged:     map[types.UID]bool{},
 		samples:     map[string][]Sample{},
 		logger:      klog.Background(),
 	}
@@ -139,12 +143,14 @@ func (c *Checker) observe(obj any, deleted bool) {
 		delete(c.pods, pod.UID)
 		delete(c.seq, pod.UID)
 		delete(c.claimed, pod.UID)
+		delete(c.flagged, pod.UID)
 	} else {
 		if _, ok := c.seq[pod.UID]; !ok {
 			c.nextSeq++
 			c.seq[pod.UID] = c.nextSeq
 		}
 		c.pods[pod.UID] = pod
+		c.checkRecordLocked(pod)
 	}
 	touched[pod.Spec.NodeName] = true
 	if _, ok := pod.Labels[c.runnerLabel]; ok && pod.Spec.NodeName != "" && !deleted {
@@ -181,15 +187,38 @@ func (c *Checker) incarnationLocked(workflow *v1.Pod) *v1.Pod {
 }
 
 // reservationLocked returns the reservation recorded on pod if it still
-// holds room: recorded for this pod (its UID; a record copied onto another
-// pod holds nothing, for tandem as for the checker) and not claimed yet by
-// a workflow pod of this runner incarnation.
+// holds room: not claimed yet by a workflow pod of this runner incarnation.
+// Every record counts, whatever its runnerUID: in a run only tandem's
+// Bindings write them, so a record that tandem would not honour is a defect
+// to expose, not room to forget (observe flags one whose runnerUID is not
+// its pod's).
 func (c *Checker) reservationLocked(pod *v1.Pod) (workflowreservation.Recorded, bool) {
 	r, ok, err := workflowreservation.RecordedReservation(pod)
-	if !ok || err != nil || r.RunnerUID != pod.UID || c.claimed[pod.UID] {
+	if !ok || err != nil || c.claimed[pod.UID] {
 		return workflowreservation.Recorded{}, false
 	}
 	return r, true
+}
+
+// checkRecordLocked flags, once per pod, a reservation recorded for another
+// pod UID than the one it is on (or for none): tandem holds nothing for such
+// a record, though its own Binding wrote it.
+func (c *Checker) checkRecordLocked(pod *v1.Pod) {
+	if pod.Spec.NodeName == "" || c.flagged[pod.UID] {
+		return
+	}
+	r, ok, err := workflowreservation.RecordedReservation(pod)
+	if !ok || (err == nil && r.RunnerUID == pod.UID) {
+		return
+	}
+	c.flagged[pod.UID] = true
+	msg := fmt.Sprintf("runner %s/%s (uid %s): reservation recorded for uid %q", pod.Namespace, pod.Name, pod.UID, r.RunnerUID)
+	if err != nil {
+		msg = fmt.Sprintf("runner %s/%s (uid %s): unreadable reservation: %v", pod.Namespace, pod.Name, pod.UID, err)
+	}
+	v := Violation{T: c.clock.Now(), Node: pod.Spec.NodeName, Message: msg}
+	c.violations = append(c.violations, v)
+	c.logger.Error(nil, "INVARIANT VIOLATED: reservation record does not belong to its pod", "node", v.Node, "t", v.T, "detail", msg)
 }
 
 // createdBeforeLocked orders pods by creation: their timestamps (seconds),

@@ -94,9 +94,17 @@ func TestChecker(t *testing.T) {
 			// until the pod garbage collector deletes it.
 			wantReservations: []string{"ns/r1"},
 		},
-		"a record copied from another pod holds nothing": {
+		"a record for another pod UID is flagged, and still counted": {
 			pods: []*v1.Pod{st.MakePod().Namespace("ns").Name("r2").UID("r2").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).
-				Annotation(workflowreservation.ReservationAnnotation, reserved("r1a")).Obj(), other("3")},
+				Annotation(workflowreservation.ReservationAnnotation, reserved("r1a")).Obj(), other("1")},
+			wantViolations:   1,
+			wantReservations: []string{"ns/r2"},
+		},
+		"a record without runnerUID is flagged": {
+			pods: []*v1.Pod{st.MakePod().Namespace("ns").Name("r3").UID("r3").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).
+				Annotation(workflowreservation.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2"}}`).Obj(), other("1500m")},
+			wantViolations:   2, // the record, and the overcommit it hides from tandem
+			wantReservations: []string{"ns/r3"},
 		},
 		"terminal pods count for nothing": {
 			pods:             []*v1.Pod{runner, st.MakePod().Namespace("ns").Name("done").UID("done").Node("n1").Req(cpu("4")).Phase(v1.PodSucceeded).Obj()},
