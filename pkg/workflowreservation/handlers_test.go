@@ -124,16 +124,18 @@ func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 		_, ok := pl.store.get(key("r1"))
 		return !ok
 	})
-	var released bool
-	for _, e := range drainEvents(h) {
-		released = released || strings.Contains(e, ReasonReleased)
-	}
-	if !released {
-		t.Error("no event for the released reservation")
-	}
-	if got := h.activatedPods(); len(got) != 1 || got[0] != "arc/p" {
-		t.Errorf("activated pods = %v, want [arc/p] once the release freed room", got)
-	}
+	// The event and the activation follow the release.
+	released := false
+	eventually(t, "an event for the released reservation", func() bool {
+		for _, e := range drainEvents(h) {
+			released = released || strings.Contains(e, ReasonReleased)
+		}
+		return released
+	})
+	eventually(t, "the turned-away pod is activated once the release freed room", func() bool {
+		got := h.activatedPods()
+		return len(got) == 1 && got[0] == "arc/p"
+	})
 	if err := h.client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

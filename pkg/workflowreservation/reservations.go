@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 )
 
 // reservation is capacity held on a node for a runner's future workflow pod.
@@ -24,10 +26,22 @@ type reservation struct {
 	// existed when the reservation was taken: they belong to an earlier
 	// runner of the same name, whatever their timestamps (which have whole
 	// seconds only) say.
-	stale  []types.UID
-	node   string
-	size   amount
+	stale []types.UID
+	node  string
+	// size is the room held before the workflow pod arrives: its request,
+	// step headroom included, one pod for each.
+	size amount
+	// step is the headroom for container-step pods within size (one pod
+	// included): after the workflow pod's claim, only it stays held, for
+	// the step pods to use, until the runner ends.
+	step amount
+	// ports are the host ports the workflow pod will use, held until it
+	// arrives.
+	ports  []config.HostPort
 	source Source
+	// hookMode is how the runner's hook places the workflow pod, as tandem
+	// read it from the runner pod (for events).
+	hookMode string
 	// claimedBy is the workflow pod that took the reservation, once it was
 	// reserved by the scheduler or seen bound to the node.
 	claimedBy types.UID
@@ -44,6 +58,12 @@ type reservation struct {
 	// reservedAt is when this scheduler took the reservation; zero for one
 	// rebuilt from its runner pod.
 	reservedAt time.Time
+	// jobStarted is when the runner was seen to start a job (its
+	// EphemeralRunner's status): the workflow pod has noWorkflowPodGrace
+	// from then on. staleJob is the job the EphemeralRunner showed when the
+	// reservation was taken, an earlier runner's.
+	jobStarted time.Time
+	staleJob   string
 }
 
 // owns reports whether pod, which carries the runner's name in its
@@ -214,6 +234,14 @@ func (s *store) sumOn(node string, count func(*reservation) bool) amount {
 		}
 	}
 	return sum
+}
+
+// withNode calls fn with node's reservations under the read lock. fn must
+// not change them nor call the store.
+func (s *store) withNode(node string, fn func([]*reservation)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	fn(s.byNode[node])
 }
 
 // counts returns the tally: reservations by phase and the room held unclaimed.
