@@ -38,6 +38,7 @@ demo-small: control-plane
 .PHONY: test
 test: control-plane build verify test-tools
 	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/leadership/...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./pkg/workflowreservation/
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## fuzz: every fuzz target (parsers of user input) for FUZZTIME each; `make test` runs their seed corpus

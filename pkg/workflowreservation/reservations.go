@@ -2,6 +2,7 @@ package workflowreservation
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,10 +79,16 @@ func (r *reservation) owns(pod *v1.Pod) bool {
 type store struct {
 	mu    sync.RWMutex
 	byPod map[types.NamespacedName]*reservation
-	// byNode lists each node's reservations; a slice, because Filter and
+	// byNode lists each node's reservations sorted by runner name (then
+	// namespace), so that a pod finds its runner's by binary search; a
+	// slice, because Filter and
 	// Score walk it for every node of every cycle.
 	byNode map[string][]*reservation
-	tally  tally
+	// version counts the changes to each node's reservations: what Filter
+	// computed for a node stays right while it and the node's pods do not
+	// change.
+	version map[string]uint64
+	tally   tally
 }
 
 // Phases of a reservation, as the metrics name them.
@@ -118,10 +125,34 @@ func (t *tally) count(r *reservation, sign int64) {
 	}
 }
 
+// byRunner orders reservations by runner name, then namespace.
+func byRunner(a, b *reservation) int {
+	if c := strings.Compare(a.runner.Name, b.runner.Name); c != 0 {
+		return c
+	}
+	return strings.Compare(a.runner.Namespace, b.runner.Namespace)
+}
+
+// find returns the index in rs, sorted by byRunner, of the reservation of
+// the runner namespace/name, or -1.
+func find(rs []*reservation, namespace, name string) int {
+	i, found := slices.BinarySearchFunc(rs, types.NamespacedName{Namespace: namespace, Name: name}, func(r *reservation, k types.NamespacedName) int {
+		if c := strings.Compare(r.runner.Name, k.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(r.runner.Namespace, k.Namespace)
+	})
+	if !found {
+		return -1
+	}
+	return i
+}
+
 func newStore() *store {
 	return &store{
-		byPod:  map[types.NamespacedName]*reservation{},
-		byNode: map[string][]*reservation{},
+		byPod:   map[types.NamespacedName]*reservation{},
+		byNode:  map[string][]*reservation{},
+		version: map[string]uint64{},
 	}
 }
 
@@ -131,7 +162,10 @@ func (s *store) put(r *reservation) {
 	defer s.mu.Unlock()
 	s.deleteLocked(r.runner)
 	s.byPod[r.runner] = r
-	s.byNode[r.node] = append(s.byNode[r.node], r)
+	list := s.byNode[r.node]
+	i, _ := slices.BinarySearchFunc(list, r, byRunner)
+	s.byNode[r.node] = slices.Insert(list, i, r)
+	s.version[r.node]++
 	s.tally.count(r, 1)
 }
 
@@ -161,14 +195,10 @@ func (s *store) deleteLocked(runner types.NamespacedName) {
 	}
 	s.tally.count(r, -1)
 	delete(s.byPod, runner)
+	s.version[r.node]++
 	list := s.byNode[r.node]
-	for i := range list {
-		if list[i] == r {
-			list[i] = list[len(list)-1]
-			list[len(list)-1] = nil
-			list = list[:len(list)-1]
-			break
-		}
+	if i := slices.Index(list, r); i >= 0 {
+		list = slices.Delete(list, i, i+1)
 	}
 	if len(list) == 0 {
 		delete(s.byNode, r.node)
@@ -187,6 +217,7 @@ func (s *store) removeNode(node string) []*reservation {
 		delete(s.byPod, r.runner)
 	}
 	delete(s.byNode, node)
+	s.version[node]++
 	return out
 }
 
@@ -212,6 +243,7 @@ func (s *store) update(runner types.NamespacedName, fn func(r *reservation)) {
 	s.tally.count(r, -1)
 	fn(r)
 	s.tally.count(r, 1)
+	s.version[r.node]++
 }
 
 // empty reports whether no reservation is held anywhere.
@@ -236,12 +268,12 @@ func (s *store) sumOn(node string, count func(*reservation) bool) amount {
 	return sum
 }
 
-// withNode calls fn with node's reservations under the read lock. fn must
-// not change them nor call the store.
-func (s *store) withNode(node string, fn func([]*reservation)) {
+// withNode calls fn with node's reservations and their version under the
+// read lock. fn must not change them nor call the store.
+func (s *store) withNode(node string, fn func(rs []*reservation, version uint64)) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	fn(s.byNode[node])
+	fn(s.byNode[node], s.version[node])
 }
 
 // counts returns the tally: reservations by phase and the room held unclaimed.

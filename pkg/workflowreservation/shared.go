@@ -39,6 +39,8 @@ type shared struct {
 	released map[types.UID]bool
 	// ephemeralRunners lists ARC's EphemeralRunners once they are watched.
 	ephemeralRunners cache.GenericLister
+	// heldCache is what each node's reservations hold (Filter, Score).
+	heldCache heldCache
 }
 
 func newShared(l *leadership.Leadership) *shared {

@@ -2,6 +2,7 @@ package workflowreservation
 
 import (
 	"slices"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,28 +59,90 @@ func (r *reservation) holds(on runnerPods) (amount, []config.HostPort) {
 // those the cycle's dry run removed, plus the workflow room of runners
 // nominated to the node. It reads the store, not a per-cycle copy: during a
 // cycle only informer handlers change it, and they only free room.
+//
+// Filter and Score call it for every node of every cycle. What all of a
+// node's reservations hold is cached until the node's reservations or its
+// pods (the NodeInfo generation) change, so that in a steady cluster the
+// call is a lookup; pods with a reservation of their own and dry runs
+// compute it afresh.
 func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) heldRoom {
 	node := nodeInfo.Node().Name
 	var out heldRoom
-	pl.store.withNode(node, func(rs []*reservation) {
+	own := s.kind == kindWorkflow || s.kind == kindStep
+	cacheable := !own && s.adjust.empty()
+	pl.store.withNode(node, func(rs []*reservation, version uint64) {
 		if len(rs) == 0 {
 			return
 		}
-		on := pl.runnerPodsOn(rs, nodeInfo)
+		if cacheable {
+			if h, ok := pl.sh.heldCache.get(node, version, nodeInfo.GetGeneration()); ok {
+				out = h
+				return
+			}
+		}
+		var buf [16]runnerPods
+		on := buf[:0]
+		if len(rs) > len(buf) {
+			on = make([]runnerPods, 0, len(rs))
+		}
+		on = pl.runnerPodsOn(rs, nodeInfo, on[:len(rs)])
 		for i, r := range rs {
 			if r.done || s.adjust.isRemoved(r.runnerUID) {
 				continue
 			}
-			if (s.kind == kindWorkflow || s.kind == kindStep) && r.runnerUID == s.own.runnerUID {
+			if own && r.runnerUID == s.own.runnerUID {
 				continue
 			}
 			a, ports := r.holds(on[i])
 			out.amount = out.amount.add(a)
 			out.ports = append(out.ports, ports...)
 		}
+		if cacheable {
+			pl.sh.heldCache.put(node, version, nodeInfo.GetGeneration(), out)
+		}
 	})
 	out.amount = s.adjust.addedOn(node, out.amount)
 	return out
+}
+
+// heldCache remembers, per node, what its reservations hold against any pod
+// without one of its own, for one version of the node's reservations and
+// one generation of its pods.
+type heldCache struct {
+	mu sync.Mutex
+	m  map[string]heldEntry
+}
+
+type heldEntry struct {
+	version    uint64
+	generation int64
+	held       heldRoom
+}
+
+func (c *heldCache) get(node string, version uint64, generation int64) (heldRoom, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[node]
+	if !ok || e.version != version || e.generation != generation {
+		return heldRoom{}, false
+	}
+	return e.held, true
+}
+
+func (c *heldCache) put(node string, version uint64, generation int64, h heldRoom) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]heldEntry{}
+	}
+	c.m[node] = heldEntry{version: version, generation: generation, held: h}
+}
+
+// forgetNode drops a node's entry.
+func (c *heldCache) forgetNode(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, node)
 }
 
 // runnerPodsOn finds, in one pass over the node's pods, what each of the
@@ -87,25 +150,26 @@ func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) he
 // with the runner's name, of its incarnation, or the one that claimed) and
 // its step pods (other such pods; for hooks v0.7.0, the pods of a Job
 // labelled with the runner's name).
-func (pl *WorkflowReservation) runnerPodsOn(rs []*reservation, nodeInfo fwk.NodeInfo) []runnerPods {
-	on := make([]runnerPods, len(rs))
+//
+// rs is sorted by runner (the store keeps it so); on has rs's length and is
+// filled in and returned.
+func (pl *WorkflowReservation) runnerPodsOn(rs []*reservation, nodeInfo fwk.NodeInfo, on []runnerPods) []runnerPods {
+	clear(on)
 	for _, pi := range nodeInfo.GetPods() {
 		p := pi.GetPod()
 		name, viaJob := pl.runnerNameOf(p)
 		if name == "" {
 			continue
 		}
-		for i, r := range rs {
-			if r.runner.Name != name || r.runner.Namespace != p.Namespace || !r.owns(p) {
-				continue
-			}
-			req := amountOfPodInfo(pi)
-			if !viaJob && !on[i].workflow && (r.claimedBy == "" || r.claimedBy == p.UID) {
-				on[i].workflow, on[i].workflowReq = true, req
-			} else {
-				on[i].steps = on[i].steps.add(req)
-			}
-			break
+		i := find(rs, p.Namespace, name)
+		if i < 0 || !rs[i].owns(p) {
+			continue
+		}
+		r, req := rs[i], amountOfPodInfo(pi)
+		if !viaJob && !on[i].workflow && (r.claimedBy == "" || r.claimedBy == p.UID) {
+			on[i].workflow, on[i].workflowReq = true, req
+		} else {
+			on[i].steps = on[i].steps.add(req)
 		}
 	}
 	return on

@@ -72,7 +72,7 @@ func TestWhatAReservationHolds(t *testing.T) {
 			pl.useJobs(t, stepJob)
 			r := withStep()
 			r.claimedBy, r.done = k8stypes.UID(tc.claimedBy), tc.done
-			on := pl.runnerPodsOn([]*reservation{r}, nodeInfo(threeUnits, tc.pods...))
+			on := pl.runnerPodsOn([]*reservation{r}, nodeInfo(threeUnits, tc.pods...), make([]runnerPods, 1))
 			got, ports := r.holds(on[0])
 			if got.MilliCPU != tc.wantCPU || got.Pods != tc.wantPods {
 				t.Errorf("holds cpu=%dm pods=%d, want cpu=%dm pods=%d", got.MilliCPU, got.Pods, tc.wantCPU, tc.wantPods)
