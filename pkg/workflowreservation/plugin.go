@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -208,6 +209,10 @@ type preFilterState struct {
 	hookMode string
 	// hostPorts are the host ports the pod itself asks for.
 	hostPorts []config.HostPort
+	// rejected is set when this plugin's Filter turned the pod away from
+	// some node: only then can the plugin's releases of room help it, and
+	// only then does PostFilter remember it for activation.
+	rejected *atomic.Bool
 	// workflow: the runner whose reservation the pod claims.
 	runner types.NamespacedName
 	own    reservation
@@ -339,6 +344,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	}
 	s.request = podAmount(pod)
 	s.hostPorts = podHostPorts(pod)
+	s.rejected = &atomic.Bool{}
 	cs.Write(preFilterStateKey, s)
 	return result, nil
 }
@@ -350,6 +356,14 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
+	status := pl.filter(s, nodeInfo)
+	if !status.IsSuccess() {
+		s.rejected.Store(true)
+	}
+	return status
+}
+
+func (pl *WorkflowReservation) filter(s *preFilterState, nodeInfo fwk.NodeInfo) *fwk.Status {
 	held := pl.held(s, nodeInfo)
 	if len(held.ports) > 0 && portConflict(s.hostPorts, nodeInfo, held.ports) && !portConflict(s.hostPorts, nodeInfo, nil) {
 		// Ports the node's pods use are NodePorts' to report.
@@ -387,7 +401,9 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 		// PreFilter skipped the pod: nothing to explain.
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	pl.sh.waiting.add(pod)
+	if s.rejected != nil && s.rejected.Load() {
+		pl.sh.waiting.add(pod)
+	}
 	logger := klog.FromContext(ctx)
 	switch s.kind {
 	case kindRunner:

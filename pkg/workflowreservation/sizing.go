@@ -6,10 +6,12 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
@@ -245,6 +247,11 @@ func podRequests(pod *v1.Pod) (v1.ResourceList, error) {
 
 // sizer resolves a runner's workflow size from its sources.
 type sizer struct {
+	// templates caches parsed hook templates by ConfigMap, resource
+	// version and key: every runner of a scale set mounts the same one and
+	// every scheduling attempt reads it.
+	templates templateCache
+
 	configMaps       corelisters.ConfigMapLister
 	defaultWorkflow  v1.ResourceList
 	defaultStep      v1.ResourceList
@@ -374,7 +381,7 @@ func (s *sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, no
 		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap %s/%s has no key %q", ref.path, pod.Namespace, ref.configMap, ref.key)
 	}
 	where := fmt.Sprintf("hook template %s (ConfigMap %s/%s key %q)", ref.path, pod.Namespace, ref.configMap, ref.key)
-	t, err = parseHookTemplate(data)
+	t, err = s.templates.parse(templateKey{uid: cm.UID, resourceVersion: cm.ResourceVersion, key: ref.key}, data)
 	if err != nil {
 		return nil, true, "", fmt.Errorf("%s: %w", where, err)
 	}
@@ -407,4 +414,42 @@ func parseHostPorts(s string) ([]config.HostPort, error) {
 		return nil, errors.New("no host ports given")
 	}
 	return out, nil
+}
+
+// templateKey is one key of one version of a ConfigMap.
+type templateKey struct {
+	uid             types.UID
+	resourceVersion string
+	key             string
+}
+
+type templateResult struct {
+	t   *parsedTemplate
+	err error
+}
+
+// templateCache holds parsed hook templates; it starts over when it holds
+// maxCachedTemplates (old versions are never asked for again).
+type templateCache struct {
+	mu sync.Mutex
+	m  map[templateKey]templateResult
+}
+
+const maxCachedTemplates = 1024
+
+func (c *templateCache) parse(k templateKey, data string) (*parsedTemplate, error) {
+	if k.uid == "" || k.resourceVersion == "" {
+		return parseHookTemplate(data)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.m[k]; ok {
+		return r.t, r.err
+	}
+	if c.m == nil || len(c.m) >= maxCachedTemplates {
+		c.m = map[templateKey]templateResult{}
+	}
+	t, err := parseHookTemplate(data)
+	c.m[k] = templateResult{t: t, err: err}
+	return t, err
 }

@@ -351,3 +351,24 @@ func portStrings(ports []config.HostPort) []string {
 	}
 	return out
 }
+
+// The hook template is parsed once per version of its ConfigMap.
+func TestHookTemplateCache(t *testing.T) {
+	var c templateCache
+	k := templateKey{uid: "cm", resourceVersion: "1", key: "default.yaml"}
+	first, err := c.parse(k, hookTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := c.parse(k, "spec: [") // same version: the data is the same, not parsed again
+	if again != first {
+		t.Error("the same ConfigMap version was parsed again")
+	}
+	k.resourceVersion = "2"
+	if _, err := c.parse(k, "spec: ["); err == nil {
+		t.Error("a new ConfigMap version was not parsed")
+	}
+	if _, err := c.parse(k, hookTemplate); err == nil {
+		t.Error("a cached error was not kept for its version")
+	}
+}
