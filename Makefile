@@ -46,6 +46,7 @@ chaos: control-plane build
 .PHONY: test
 test: control-plane build verify test-tools
 	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/leadership/...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./pkg/workflowreservation/
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## fuzz: every fuzz target (parsers of user input) for FUZZTIME each; `make test` runs their seed corpus
@@ -63,6 +64,15 @@ fuzz:
 .PHONY: test-unit
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
+
+# kube-apiserver versions of make test-compat (v1.35.4, go.mod's, means bin/ itself).
+COMPAT_VERSIONS ?= v1.36.3 v1.37.2
+
+## test-compat: integration tests once per newer kube-apiserver (COMPAT_VERSIONS, built by hack/build-compat.sh), a summary line each; not in make test
+.PHONY: test-compat
+test-compat: control-plane build
+	hack/build-compat.sh $(COMPAT_VERSIONS)
+	TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test-compat.sh $(COMPAT_VERSIONS)
 
 ## generate: deepcopy, conversion and defaulting code of pkg/apis (zz_generated.*.go)
 .PHONY: generate

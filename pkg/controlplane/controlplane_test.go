@@ -211,10 +211,19 @@ func nodeReady(node *v1.Node) bool {
 	return false
 }
 
-// wantGitVersion returns the k8s.io/kubernetes version required by go.mod,
-// the one hack/build-control-plane.sh stamps into kube-apiserver.
+// apiServerVersionEnv names the kube-apiserver version the tests expect when
+// TANDEM_BIN_DIR holds another version's binaries (hack/test-compat.sh sets
+// both).
+const apiServerVersionEnv = "TANDEM_APISERVER_VERSION"
+
+// wantGitVersion returns $TANDEM_APISERVER_VERSION if set, else the
+// k8s.io/kubernetes version required by go.mod, the one
+// hack/build-control-plane.sh stamps into kube-apiserver.
 func wantGitVersion(t *testing.T) string {
 	t.Helper()
+	if v := os.Getenv(apiServerVersionEnv); v != "" {
+		return v
+	}
 	root, err := controlplane.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)

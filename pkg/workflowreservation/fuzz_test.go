@@ -74,15 +74,21 @@ func FuzzHookTemplate(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data string) {
-		rl, _, err := parseHookTemplate(data)
+		tmpl, err := parseHookTemplate(data)
 		if err != nil {
 			return
 		}
-		for name, q := range rl {
-			if q.Sign() < 0 {
-				t.Fatalf("template %q accepted with negative %s=%s", data, name, q.String())
+		for _, rl := range []v1.ResourceList{tmpl.workflow, tmpl.step} {
+			for name, q := range rl {
+				if q.Sign() < 0 {
+					t.Fatalf("template %q accepted with negative %s=%s", data, name, q.String())
+				}
 			}
 		}
-		_ = amountFromList(rl).add(amountFromList(v1.ResourceList{}))
+		// A step pod is the workflow pod without its services: never larger.
+		w, st := amountFromList(tmpl.workflow), amountFromList(tmpl.step)
+		if st.sub(w).atLeastZero().MilliCPU > 0 || st.sub(w).atLeastZero().Memory > 0 {
+			t.Fatalf("template %q: step pod %s larger than the workflow pod %s", data, st, w)
+		}
 	})
 }

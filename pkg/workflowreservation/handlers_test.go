@@ -109,12 +109,20 @@ func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 		t.Fatalf("want 2 reservations rebuilt, got %+v", pl.store.list())
 	}
 	// A pod turned away for lack of room waits for the release.
-	turnedAway := st.MakePod().Namespace("arc").Name("p").UID("p").Obj()
+	turnedAway := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("2")).Obj()
 	cs := framework.NewCycleState()
 	if _, status := pl.PreFilter(ctx, cs, turnedAway, nil); !status.IsSuccess() {
 		t.Fatalf("PreFilter: %v", status)
 	}
+	if status := pl.Filter(ctx, cs, turnedAway, nodeInfo(threeUnits)); status.IsSuccess() {
+		t.Fatal("Filter let the pod take reserved room")
+	}
 	pl.PostFilter(ctx, cs, turnedAway, nil)
+	// A pod that other plugins turned away is not activated by releases.
+	other := st.MakePod().Namespace("arc").Name("q").UID("q").Obj()
+	ocs := framework.NewCycleState()
+	pl.PreFilter(ctx, ocs, other, nil)
+	pl.PostFilter(ctx, ocs, other, nil)
 
 	r1.Status.Phase = v1.PodFailed
 	if _, err := h.client.CoreV1().Pods("arc").UpdateStatus(ctx, r1, metav1.UpdateOptions{}); err != nil {
@@ -124,16 +132,18 @@ func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 		_, ok := pl.store.get(key("r1"))
 		return !ok
 	})
-	var released bool
-	for _, e := range drainEvents(h) {
-		released = released || strings.Contains(e, ReasonReleased)
-	}
-	if !released {
-		t.Error("no event for the released reservation")
-	}
-	if got := h.activatedPods(); len(got) != 1 || got[0] != "arc/p" {
-		t.Errorf("activated pods = %v, want [arc/p] once the release freed room", got)
-	}
+	// The event and the activation follow the release.
+	released := false
+	eventually(t, "an event for the released reservation", func() bool {
+		for _, e := range drainEvents(h) {
+			released = released || strings.Contains(e, ReasonReleased)
+		}
+		return released
+	})
+	eventually(t, "the turned-away pod is activated once the release freed room", func() bool {
+		got := h.activatedPods()
+		return len(got) == 1 && got[0] == "arc/p"
+	})
 	if err := h.client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

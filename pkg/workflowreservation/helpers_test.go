@@ -12,6 +12,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -46,6 +47,7 @@ func (h *fakeHandle) ProfileName() string {
 	}
 	return h.profile
 }
+func (h *fakeHandle) KubeConfig() *rest.Config { return nil }
 func (h *fakeHandle) APICacher() fwk.APICacher { return nil }
 
 // Activate records the pods the plugin asked to requeue.

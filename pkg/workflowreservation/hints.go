@@ -62,13 +62,17 @@ func (pl *WorkflowReservation) isSchedulableAfterPodUpdated(logger klog.Logger, 
 		return fwk.Queue, err
 	}
 	if modified.UID == pod.UID {
-		for _, k := range []string{WorkflowRequestsAnnotation, StepRequestsAnnotation} {
+		for _, k := range []string{WorkflowRequestsAnnotation, StepRequestsAnnotation, HostPortsAnnotation} {
 			if original.Annotations[k] != modified.Annotations[k] {
 				logger.V(5).Info("Pod's workflow size changed", "pod", klog.KObj(pod), "annotation", k)
 				return fwk.Queue, nil
 			}
 		}
 	} else if modified.Spec.NodeName == "" {
+		return fwk.QueueSkip, nil
+	} else if original.Generation != 0 && original.Generation == modified.Generation {
+		// Most updates of assigned pods are status updates: the spec, so
+		// their requests, did not change. Skip without computing requests.
 		return fwk.QueueSkip, nil
 	}
 	if scaledDown(original, modified) {

@@ -72,6 +72,37 @@ func TestIsSchedulableAfterPodUpdated(t *testing.T) {
 			newObj: st.MakePod().Name("p").UID("p").Node("n1").Req(units("1")).Obj(),
 			want:   fwk.Queue,
 		},
+		"assigned pod's status update (same generation)": {
+			oldObj: func() *v1.Pod {
+				p := st.MakePod().Name("p").UID("p").Node("n1").Req(units("2")).Obj()
+				p.Generation = 3
+				return p
+			}(),
+			newObj: func() *v1.Pod {
+				p := st.MakePod().Name("p").UID("p").Node("n1").Req(units("1")).Phase(v1.PodRunning).Obj()
+				p.Generation = 3 // requests changed only in this test: the spec did not, as far as the generation says
+				return p
+			}(),
+			want: fwk.QueueSkip,
+		},
+		"assigned pod resized (new generation)": {
+			oldObj: func() *v1.Pod {
+				p := st.MakePod().Name("p").UID("p").Node("n1").Req(units("2")).Obj()
+				p.Generation = 3
+				return p
+			}(),
+			newObj: func() *v1.Pod {
+				p := st.MakePod().Name("p").UID("p").Node("n1").Req(units("1")).Obj()
+				p.Generation = 4
+				return p
+			}(),
+			want: fwk.Queue,
+		},
+		"the pending pod's host ports changed": {
+			oldObj: runnerPod("r2").Annotation(HostPortsAnnotation, "6379").Obj(),
+			newObj: runnerPod("r2").Annotation(HostPortsAnnotation, "6380").Obj(),
+			want:   fwk.Queue,
+		},
 		"assigned pod relabelled": {
 			oldObj: st.MakePod().Name("p").UID("p").Node("n1").Req(units("2")).Obj(),
 			newObj: st.MakePod().Name("p").UID("p").Node("n1").Req(units("2")).Label("a", "b").Obj(),

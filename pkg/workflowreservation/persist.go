@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 )
 
 // ReservationAnnotation is written on a runner pod by the Binding that binds
@@ -24,6 +26,11 @@ type Recorded struct {
 	Requests v1.ResourceList `json:"requests"`
 	// Source says where the size came from.
 	Source Source `json:"source"`
+	// StepRequests is the part of Requests held for container-step pods
+	// (one pod included); after the workflow pod's claim only it stays held.
+	StepRequests v1.ResourceList `json:"stepRequests,omitempty"`
+	// HostPorts are the host ports held for the workflow pod ("6379/TCP").
+	HostPorts []string `json:"hostPorts,omitempty"`
 	// RunnerUID is the runner pod the reservation was taken for. A record
 	// copied onto another pod, or written by hand before the pod existed,
 	// does not match the pod's UID and holds nothing.
@@ -51,10 +58,17 @@ func RecordedReservation(pod *v1.Pod) (r Recorded, ok bool, err error) {
 }
 
 func encodeReservation(r *reservation) (string, error) {
-	b, err := json.Marshal(Recorded{
+	rec := Recorded{
 		Node: r.node, Requests: r.size.toList(), Source: r.source,
 		RunnerUID: r.runnerUID, StaleWorkflowPods: r.stale,
-	})
+	}
+	if !r.step.isZero() {
+		rec.StepRequests = r.step.toList()
+	}
+	for _, p := range r.ports {
+		rec.HostPorts = append(rec.HostPorts, p.String())
+	}
+	b, err := json.Marshal(rec)
 	if err != nil {
 		return "", err
 	}
@@ -81,6 +95,18 @@ func reservationFromPod(pod *v1.Pod) (*reservation, error) {
 	if size.isZero() || size.negative() {
 		return nil, fmt.Errorf("annotation %s holds no valid requests: %s", ReservationAnnotation, formatResourceList(p.Requests))
 	}
+	step := amountFromList(p.StepRequests)
+	if step.negative() || !size.sub(step).atLeastZero().add(step).equal(size) {
+		return nil, fmt.Errorf("annotation %s: stepRequests %s are not within requests %s", ReservationAnnotation, formatResourceList(p.StepRequests), formatResourceList(p.Requests))
+	}
+	var ports []config.HostPort
+	for _, s := range p.HostPorts {
+		hp, err := config.ParseHostPort(s)
+		if err != nil {
+			return nil, fmt.Errorf("annotation %s: %w", ReservationAnnotation, err)
+		}
+		ports = append(ports, hp)
+	}
 	return &reservation{
 		runner:        types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
 		runnerUID:     pod.UID,
@@ -88,6 +114,8 @@ func reservationFromPod(pod *v1.Pod) (*reservation, error) {
 		stale:         p.StaleWorkflowPods,
 		node:          p.Node,
 		size:          size,
+		step:          step,
+		ports:         ports,
 		source:        p.Source,
 		bound:         true,
 	}, nil

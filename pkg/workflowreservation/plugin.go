@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -44,11 +45,23 @@ const (
 	// ErrReasonWorkflowDoesNotFit is the Filter reason for a workflow pod
 	// larger than its reservation plus the node's free room.
 	ErrReasonWorkflowDoesNotFit = "node(s) can't fit workflow pod beyond its reservation"
+	// ErrReasonPortsTaken is the Filter reason for a runner whose workflow
+	// pod's host ports are in use or held on the node.
+	ErrReasonPortsTaken = "node(s) have the workflow pod's host ports in use or reserved"
+	// ErrReasonPortReserved is the Filter reason for a pod asking for a
+	// host port held for a workflow pod.
+	ErrReasonPortReserved = "node(s) have the pod's host port reserved for a workflow pod"
 )
 
-// DefaultReconcileInterval is how often the leader compares its
-// reservations with the cluster when the args do not say.
-const DefaultReconcileInterval = time.Minute
+// Defaults for args built in code (decoded args are defaulted to the same).
+const (
+	// DefaultReconcileInterval is how often the leader compares its
+	// reservations with the cluster.
+	DefaultReconcileInterval = time.Minute
+	// DefaultNoWorkflowPodGrace is how long after its job started a
+	// reservation waits for its workflow pod.
+	DefaultNoWorkflowPodGrace = 2 * time.Minute
+)
 
 var (
 	_ fwk.PreFilterPlugin     = &WorkflowReservation{}
@@ -70,9 +83,13 @@ type WorkflowReservation struct {
 	sizer          *sizer
 	pods           corelisters.PodLister
 	nodes          corelisters.NodeLister
+	jobs           jobLister
 	profile        string
 	scoring        config.ScoringStrategy
 	reconcileEvery time.Duration
+	// noWorkflowPodGrace is how long a reservation whose runner started a
+	// job waits for its workflow pod.
+	noWorkflowPodGrace time.Duration
 	// synced reports whether the informer handlers have seen every
 	// existing pod and node, i.e. the reservations are rebuilt.
 	synced func() bool
@@ -109,19 +126,31 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		runnerSelector: selector,
 		runnerPodLabel: args.RunnerPodLabel,
 		sizer: &sizer{
-			defaultWorkflow: args.DefaultWorkflowRequests,
-			defaultStep:     args.DefaultStepRequests,
+			defaultWorkflow:  args.DefaultWorkflowRequests,
+			defaultStep:      args.DefaultStepRequests,
+			stepFromTemplate: args.StepRequestsFromHookTemplate,
 		},
-		profile:        h.ProfileName(),
-		scoring:        defaultScoring,
-		reconcileEvery: DefaultReconcileInterval,
-		reconciled:     make(chan struct{}),
+		profile:            h.ProfileName(),
+		scoring:            defaultScoring,
+		reconcileEvery:     DefaultReconcileInterval,
+		noWorkflowPodGrace: DefaultNoWorkflowPodGrace,
+		reconciled:         make(chan struct{}),
 	}
 	if args.ScoringStrategy != nil {
 		pl.scoring = *args.ScoringStrategy
 	}
 	if d := args.ReconcileInterval.Duration; d > 0 {
 		pl.reconcileEvery = d
+	}
+	if d := args.NoWorkflowPodGrace.Duration; d > 0 {
+		pl.noWorkflowPodGrace = d
+	}
+	for _, p := range args.DefaultHostPorts {
+		hp, err := config.ParseHostPort(p)
+		if err != nil {
+			return nil, fmt.Errorf("defaultHostPorts: %w", err)
+		}
+		pl.sizer.defaultPorts = append(pl.sizer.defaultPorts, hp)
 	}
 	first, err := sh.add(pl)
 	if err != nil {
@@ -137,6 +166,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	pl.sizer.configMaps = informers.Core().V1().ConfigMaps().Lister()
 	pl.pods = informers.Core().V1().Pods().Lister()
 	pl.nodes = informers.Core().V1().Nodes().Lister()
+	pl.jobs = informers.Batch().V1().Jobs().Lister()
 	if !first {
 		pl.synced = sh.feeder.synced
 		return pl, nil
@@ -148,6 +178,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	}
 	pl.synced = synced
 	go pl.speakWhenLeading(ctx)
+	go pl.watchJobs(ctx)
 	return pl, nil
 }
 
@@ -160,15 +191,28 @@ const (
 	kindOther podKind = iota
 	kindRunner
 	kindWorkflow
+	// kindStep is a container-step pod of a runner whose workflow pod
+	// claimed its reservation: it may use the step headroom.
+	kindStep
 )
 
 // preFilterState is what one scheduling cycle knows about the pod.
 type preFilterState struct {
 	kind    podKind
 	request amount
-	// runner: the workflow pod's size and where it came from.
+	// runner: the workflow pod's size (step headroom included) and where
+	// it came from, the headroom, the host ports to hold, the hook mode.
 	workflow amount
 	source   Source
+	step     amount
+	ports    []config.HostPort
+	hookMode string
+	// hostPorts are the host ports the pod itself asks for.
+	hostPorts []config.HostPort
+	// rejected is set when this plugin's Filter turned the pod away from
+	// some node: only then can the plugin's releases of room help it, and
+	// only then does PostFilter remember it for activation.
+	rejected *atomic.Bool
 	// workflow: the runner whose reservation the pod claims.
 	runner types.NamespacedName
 	own    reservation
@@ -232,10 +276,20 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 
 	s := &preFilterState{}
 	var result *fwk.PreFilterResult
-	if runner, ok := pl.runnerOf(pod); ok {
+	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
+		// A container-step pod of hooks v0.7.0 (its Job names the runner).
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: runner}
+		if r, found := pl.store.get(key); found && !r.done && r.owns(pod) && !r.step.isZero() {
+			s.kind, s.runner, s.own = kindStep, key, r
+		}
+	} else if runner, ok := pl.runnerOf(pod); ok {
 		r, found := pl.store.get(runner)
 		why := ""
 		switch {
+		case found && !r.done && r.owns(pod) && r.claimedBy != "" && r.claimedBy != pod.UID && !r.step.isZero():
+			// The workflow pod claimed; later pods of the runner are its
+			// container steps (hooks v0.8 label them directly).
+			s.kind, s.runner, s.own = kindStep, runner, r
 		case !found:
 			why = "runner " + runner.String() + " holds no reservation"
 		case r.done:
@@ -246,7 +300,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			why = "the pod was created before runner " + runner.String() + ": it belongs to an earlier runner of that name"
 		default:
 			s.kind, s.runner, s.own = kindWorkflow, runner, r
-			if pinned(pod) {
+			if pinnedTo(pod, r.node) {
 				result = &fwk.PreFilterResult{NodeNames: sets.New(r.node)}
 			}
 		}
@@ -269,6 +323,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		switch {
 		case !sz.workflow.isZero():
 			s.kind, s.workflow, s.source = kindRunner, sz.workflow, sz.source
+			s.step, s.ports, s.hookMode = sz.step, sz.ports, hookModeOf(pod)
 		case sz.intended:
 			// Retried as soon as its hook template's ConfigMap changes.
 			pl.sh.waiting.add(pod)
@@ -288,6 +343,8 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	s.request = podAmount(pod)
+	s.hostPorts = podHostPorts(pod)
+	s.rejected = &atomic.Bool{}
 	cs.Write(preFilterStateKey, s)
 	return result, nil
 }
@@ -299,59 +356,40 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
+	status := pl.filter(s, nodeInfo)
+	if !status.IsSuccess() {
+		s.rejected.Store(true)
+	}
+	return status
+}
+
+func (pl *WorkflowReservation) filter(s *preFilterState, nodeInfo fwk.NodeInfo) *fwk.Status {
 	held := pl.held(s, nodeInfo)
+	if len(held.ports) > 0 && portConflict(s.hostPorts, nodeInfo, held.ports) && !portConflict(s.hostPorts, nodeInfo, nil) {
+		// Ports the node's pods use are NodePorts' to report.
+		return fwk.NewStatus(fwk.Unschedulable, ErrReasonPortReserved)
+	}
 	switch s.kind {
 	case kindRunner:
-		if !fits(s.request.add(s.workflow), held, nodeInfo) {
+		if !fits(s.request.add(s.workflow), held.amount, nodeInfo) {
 			return fwk.NewStatus(fwk.Unschedulable, ErrReasonPairDoesNotFit)
 		}
+		if portConflict(s.ports, nodeInfo, held.ports) {
+			return fwk.NewStatus(fwk.Unschedulable, ErrReasonPortsTaken)
+		}
 	case kindWorkflow:
-		if !fits(s.request, held, nodeInfo) {
+		if !fits(s.request, held.amount, nodeInfo) {
 			return fwk.NewStatus(fwk.Unschedulable, ErrReasonWorkflowDoesNotFit)
 		}
 	default:
-		if held.isZero() {
+		if held.amount.isZero() {
 			return nil
 		}
-		if !fits(s.request, held, nodeInfo) {
+		if !fits(s.request, held.amount, nodeInfo) {
 			return fwk.NewStatus(fwk.Unschedulable, ErrReasonRoomReserved)
 		}
 	}
 	return nil
-}
-
-// held sums the reservations that still keep room free on the node, leaving
-// out the pod's own and those the cycle's dry run removed, and adding the
-// pair room of nominated runners. It reads the store, not a per-cycle copy:
-// during a cycle only informer handlers change it, and they only free room.
-// A reservation whose workflow pod is already in the node's accounting
-// (assumed by this scheduler or bound with nodeName) holds nothing more: the
-// pod's request replaced it, with neither a gap nor a double count,
-// whichever informer handler ran first.
-func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) amount {
-	node := nodeInfo.Node().Name
-	sum := pl.store.sumOn(node, func(r *reservation) bool {
-		if s.kind == kindWorkflow && r.runnerUID == s.own.runnerUID {
-			return false
-		}
-		if s.adjust.isRemoved(r.runnerUID) {
-			return false
-		}
-		return !pl.arrived(r, nodeInfo)
-	})
-	return s.adjust.addedOn(node, sum)
-}
-
-// arrived reports whether the reservation's workflow pod is in the node's
-// accounting.
-func (pl *WorkflowReservation) arrived(r *reservation, nodeInfo fwk.NodeInfo) bool {
-	for _, pi := range nodeInfo.GetPods() {
-		p := pi.GetPod()
-		if p.Namespace == r.runner.Namespace && p.Labels[pl.runnerPodLabel] == r.runner.Name && r.owns(p) {
-			return true
-		}
-	}
-	return false
 }
 
 // PostFilter explains a runner or workflow pod that fits nowhere, naming
@@ -363,7 +401,9 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 		// PreFilter skipped the pod: nothing to explain.
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	pl.sh.waiting.add(pod)
+	if s.rejected != nil && s.rejected.Load() {
+		pl.sh.waiting.add(pod)
+	}
 	logger := klog.FromContext(ctx)
 	switch s.kind {
 	case kindRunner:
@@ -407,8 +447,12 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 			stale:         pl.workflowPodUIDs(runner),
 			node:          nodeName,
 			size:          s.workflow,
+			step:          s.step,
+			ports:         s.ports,
 			source:        s.source,
+			hookMode:      s.hookMode,
 			reservedAt:    time.Now(),
+			staleJob:      pl.staleJobOf(runner),
 		})
 		pl.recordMetrics()
 		logger.V(4).Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
@@ -472,8 +516,7 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 	case kindRunner:
 		pl.warnIfBoundElsewhere(ctx, cs, pod, nodeName)
 		logger.V(2).Info("Reserved room for the workflow pod", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String(), "source", s.source)
-		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonReserved, "Reserve",
-			"Reserved %s on node %s for the workflow pod (size from %s)", s.workflow, nodeName, s.source)
+		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonReserved, "Reserve", "%s", truncate(reservedNote(s, nodeName)))
 	case kindWorkflow:
 		pl.observeClaim(s.own)
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName)
@@ -488,4 +531,24 @@ func joinErrors(errs []error) string {
 		parts = append(parts, e.Error())
 	}
 	return strings.Join(parts, "; ")
+}
+
+// reservedNote is the note of the event for a reservation taken.
+func reservedNote(s *preFilterState, node string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Reserved %s on node %s for the workflow pod (size from %s)", s.workflow, node, s.source)
+	if !s.step.isZero() {
+		fmt.Fprintf(&b, "; of it %s for container-step pods", s.step)
+	}
+	if len(s.ports) > 0 {
+		var ports []string
+		for _, p := range s.ports {
+			ports = append(ports, p.String())
+		}
+		fmt.Fprintf(&b, "; host ports %s", strings.Join(ports, ","))
+	}
+	if s.hookMode != "" {
+		fmt.Fprintf(&b, "; hook mode: %s", s.hookMode)
+	}
+	return b.String()
 }

@@ -40,6 +40,9 @@ func (a adjustments) clone() adjustments {
 	return c
 }
 
+// empty reports whether AddPod and RemovePod changed nothing.
+func (a *adjustments) empty() bool { return len(a.removed) == 0 && len(a.added) == 0 }
+
 func (a *adjustments) isRemoved(uid types.UID) bool {
 	return len(a.removed) > 0 && slices.Contains(a.removed, uid)
 }

@@ -173,7 +173,7 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 		}
 		pl.store.put(&reservation{
 			runner: key, runnerUID: pod.UID, runnerCreated: pod.CreationTimestamp.Time,
-			node: pod.Spec.NodeName, size: sz.workflow, source: sz.source, bound: true,
+			node: pod.Spec.NodeName, size: sz.workflow, step: sz.step, ports: sz.ports, source: sz.source, bound: true,
 		})
 		pl.recordMetrics()
 		pl.repaired(logger, pod, repairRecovered, fmt.Sprintf("Bound without a recorded reservation: holding %s on node %s for its workflow pod from now on (size from %s)", sz.workflow, pod.Spec.NodeName, sz.source))

@@ -2,6 +2,7 @@ package workflowreservation
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -312,8 +313,10 @@ func TestRebuildWorkflowPodFirst(t *testing.T) {
 func TestStandbySaysNothing(t *testing.T) {
 	ctx := context.Background()
 	leader := leadership.New()
-	runner := runnerPod("r1").SchedulerName("standby").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
-	pl, h := newTestReplica(t, defaultArgs(), leader, "standby", true, runner)
+	// Metrics are process-wide: a profile of its own for each run.
+	profile := fmt.Sprintf("standby-%d", time.Now().UnixNano())
+	runner := runnerPod("r1").SchedulerName(profile).Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	pl, h := newTestReplica(t, defaultArgs(), leader, profile, true, runner)
 	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, workflowPod("r1").Node("n1").Obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +327,7 @@ func TestStandbySaysNothing(t *testing.T) {
 	if got := drainEvents(h); len(got) != 0 {
 		t.Errorf("the standby emitted events: %q", got)
 	}
-	gauge := metrics.Reservations.WithLabelValues("standby", phaseClaimed)
+	gauge := metrics.Reservations.WithLabelValues(profile, phaseClaimed)
 	if v, _ := testutil.GetGaugeMetricValue(gauge); v != 0 {
 		t.Errorf("the standby exported %v claimed reservations", v)
 	}

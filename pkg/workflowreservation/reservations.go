@@ -2,11 +2,14 @@ package workflowreservation
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 )
 
 // reservation is capacity held on a node for a runner's future workflow pod.
@@ -24,10 +27,22 @@ type reservation struct {
 	// existed when the reservation was taken: they belong to an earlier
 	// runner of the same name, whatever their timestamps (which have whole
 	// seconds only) say.
-	stale  []types.UID
-	node   string
-	size   amount
+	stale []types.UID
+	node  string
+	// size is the room held before the workflow pod arrives: its request,
+	// step headroom included, one pod for each.
+	size amount
+	// step is the headroom for container-step pods within size (one pod
+	// included): after the workflow pod's claim, only it stays held, for
+	// the step pods to use, until the runner ends.
+	step amount
+	// ports are the host ports the workflow pod will use, held until it
+	// arrives.
+	ports  []config.HostPort
 	source Source
+	// hookMode is how the runner's hook places the workflow pod, as tandem
+	// read it from the runner pod (for events).
+	hookMode string
 	// claimedBy is the workflow pod that took the reservation, once it was
 	// reserved by the scheduler or seen bound to the node.
 	claimedBy types.UID
@@ -44,6 +59,12 @@ type reservation struct {
 	// reservedAt is when this scheduler took the reservation; zero for one
 	// rebuilt from its runner pod.
 	reservedAt time.Time
+	// jobStarted is when the runner was seen to start a job (its
+	// EphemeralRunner's status): the workflow pod has noWorkflowPodGrace
+	// from then on. staleJob is the job the EphemeralRunner showed when the
+	// reservation was taken, an earlier runner's.
+	jobStarted time.Time
+	staleJob   string
 }
 
 // owns reports whether pod, which carries the runner's name in its
@@ -58,10 +79,16 @@ func (r *reservation) owns(pod *v1.Pod) bool {
 type store struct {
 	mu    sync.RWMutex
 	byPod map[types.NamespacedName]*reservation
-	// byNode lists each node's reservations; a slice, because Filter and
+	// byNode lists each node's reservations sorted by runner name (then
+	// namespace), so that a pod finds its runner's by binary search; a
+	// slice, because Filter and
 	// Score walk it for every node of every cycle.
 	byNode map[string][]*reservation
-	tally  tally
+	// version counts the changes to each node's reservations: what Filter
+	// computed for a node stays right while it and the node's pods do not
+	// change.
+	version map[string]uint64
+	tally   tally
 }
 
 // Phases of a reservation, as the metrics name them.
@@ -98,10 +125,34 @@ func (t *tally) count(r *reservation, sign int64) {
 	}
 }
 
+// byRunner orders reservations by runner name, then namespace.
+func byRunner(a, b *reservation) int {
+	if c := strings.Compare(a.runner.Name, b.runner.Name); c != 0 {
+		return c
+	}
+	return strings.Compare(a.runner.Namespace, b.runner.Namespace)
+}
+
+// find returns the index in rs, sorted by byRunner, of the reservation of
+// the runner namespace/name, or -1.
+func find(rs []*reservation, namespace, name string) int {
+	i, found := slices.BinarySearchFunc(rs, types.NamespacedName{Namespace: namespace, Name: name}, func(r *reservation, k types.NamespacedName) int {
+		if c := strings.Compare(r.runner.Name, k.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(r.runner.Namespace, k.Namespace)
+	})
+	if !found {
+		return -1
+	}
+	return i
+}
+
 func newStore() *store {
 	return &store{
-		byPod:  map[types.NamespacedName]*reservation{},
-		byNode: map[string][]*reservation{},
+		byPod:   map[types.NamespacedName]*reservation{},
+		byNode:  map[string][]*reservation{},
+		version: map[string]uint64{},
 	}
 }
 
@@ -111,7 +162,10 @@ func (s *store) put(r *reservation) {
 	defer s.mu.Unlock()
 	s.deleteLocked(r.runner)
 	s.byPod[r.runner] = r
-	s.byNode[r.node] = append(s.byNode[r.node], r)
+	list := s.byNode[r.node]
+	i, _ := slices.BinarySearchFunc(list, r, byRunner)
+	s.byNode[r.node] = slices.Insert(list, i, r)
+	s.version[r.node]++
 	s.tally.count(r, 1)
 }
 
@@ -141,14 +195,10 @@ func (s *store) deleteLocked(runner types.NamespacedName) {
 	}
 	s.tally.count(r, -1)
 	delete(s.byPod, runner)
+	s.version[r.node]++
 	list := s.byNode[r.node]
-	for i := range list {
-		if list[i] == r {
-			list[i] = list[len(list)-1]
-			list[len(list)-1] = nil
-			list = list[:len(list)-1]
-			break
-		}
+	if i := slices.Index(list, r); i >= 0 {
+		list = slices.Delete(list, i, i+1)
 	}
 	if len(list) == 0 {
 		delete(s.byNode, r.node)
@@ -167,6 +217,7 @@ func (s *store) removeNode(node string) []*reservation {
 		delete(s.byPod, r.runner)
 	}
 	delete(s.byNode, node)
+	s.version[node]++
 	return out
 }
 
@@ -192,6 +243,7 @@ func (s *store) update(runner types.NamespacedName, fn func(r *reservation)) {
 	s.tally.count(r, -1)
 	fn(r)
 	s.tally.count(r, 1)
+	s.version[r.node]++
 }
 
 // empty reports whether no reservation is held anywhere.
@@ -214,6 +266,14 @@ func (s *store) sumOn(node string, count func(*reservation) bool) amount {
 		}
 	}
 	return sum
+}
+
+// withNode calls fn with node's reservations and their version under the
+// read lock. fn must not change them nor call the store.
+func (s *store) withNode(node string, fn func(rs []*reservation, version uint64)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	fn(s.byNode[node], s.version[node])
 }
 
 // counts returns the tally: reservations by phase and the room held unclaimed.

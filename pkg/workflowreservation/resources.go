@@ -75,6 +75,47 @@ func (a amount) add(b amount) amount {
 	return out
 }
 
+// sub returns a-b.
+func (a amount) sub(b amount) amount { return a.add(b.scale(-1)) }
+
+// atLeastZero returns a with every negative resource raised to zero.
+func (a amount) atLeastZero() amount {
+	out := amount{MilliCPU: max(a.MilliCPU, 0), Memory: max(a.Memory, 0), EphemeralStorage: max(a.EphemeralStorage, 0), Pods: max(a.Pods, 0)}
+	if len(a.Scalar) > 0 {
+		out.Scalar = make(map[v1.ResourceName]int64, len(a.Scalar))
+		for n, v := range a.Scalar {
+			out.Scalar[n] = max(v, 0)
+		}
+	}
+	return out
+}
+
+// atMost returns a with every resource lowered to b's where b has less.
+func (a amount) atMost(b amount) amount {
+	out := amount{MilliCPU: min(a.MilliCPU, b.MilliCPU), Memory: min(a.Memory, b.Memory), EphemeralStorage: min(a.EphemeralStorage, b.EphemeralStorage), Pods: min(a.Pods, b.Pods)}
+	if len(a.Scalar) > 0 {
+		out.Scalar = make(map[v1.ResourceName]int64, len(a.Scalar))
+		for n, v := range a.Scalar {
+			out.Scalar[n] = min(v, b.Scalar[n])
+		}
+	}
+	return out
+}
+
+// amountOfPodInfo is the pod's effective request as the scheduler's
+// NodeInfo computed and cached it, plus one pod.
+func amountOfPodInfo(pi fwk.PodInfo) amount {
+	r := pi.CalculateResource().Resource
+	a := amount{MilliCPU: r.GetMilliCPU(), Memory: r.GetMemory(), EphemeralStorage: r.GetEphemeralStorage(), Pods: 1}
+	if sc := r.GetScalarResources(); len(sc) > 0 {
+		a.Scalar = make(map[v1.ResourceName]int64, len(sc))
+		for n, v := range sc {
+			a.Scalar[n] = v
+		}
+	}
+	return a
+}
+
 // scale returns a multiplied by k.
 func (a amount) scale(k int64) amount {
 	out := amount{MilliCPU: a.MilliCPU * k, Memory: a.Memory * k, EphemeralStorage: a.EphemeralStorage * k, Pods: a.Pods * k}
@@ -98,6 +139,12 @@ func (a amount) isZero() bool {
 		}
 	}
 	return true
+}
+
+// equal reports whether a and b hold the same of every resource.
+func (a amount) equal(b amount) bool {
+	d := a.sub(b)
+	return d.isZero()
 }
 
 // negative reports whether any resource is below zero.

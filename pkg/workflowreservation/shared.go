@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -36,6 +37,10 @@ type shared struct {
 	// released holds the runners whose reservation went with their node: a
 	// later update of the runner pod, still bound there, must not rebuild it.
 	released map[types.UID]bool
+	// ephemeralRunners lists ARC's EphemeralRunners once they are watched.
+	ephemeralRunners cache.GenericLister
+	// heldCache is what each node's reservations hold (Filter, Score).
+	heldCache heldCache
 }
 
 func newShared(l *leadership.Leadership) *shared {
@@ -139,6 +144,18 @@ func (sh *shared) wasReleased(uid types.UID) bool {
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
 	return sh.released[uid]
+}
+
+func (sh *shared) setEphemeralRunners(l cache.GenericLister) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.ephemeralRunners = l
+}
+
+func (sh *shared) ephemeralRunnerLister() cache.GenericLister {
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	return sh.ephemeralRunners
 }
 
 // forget drops what is kept about a pod that is gone.

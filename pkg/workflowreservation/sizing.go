@@ -4,16 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	configvalidation "github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
 )
 
@@ -23,8 +27,13 @@ const (
 	// every other source.
 	WorkflowRequestsAnnotation = "tandem.dev/workflow-requests"
 	// StepRequestsAnnotation on a runner pod adds headroom for the
-	// container-step pods that run next to the workflow pod.
+	// container-step pods that run next to the workflow pod: a size, or
+	// "template" for the size of a step pod built from the hook template.
 	StepRequestsAnnotation = "tandem.dev/step-requests"
+	// HostPortsAnnotation on a runner pod declares the host ports its
+	// workflow pod will use ("6379,5432/TCP"): the hook turns every service
+	// port mapping into a hostPort. They are held with the reservation.
+	HostPortsAnnotation = "tandem.dev/host-ports"
 
 	// HookTemplateEnv names the runner container's environment variable
 	// that points at the hook template file.
@@ -56,6 +65,12 @@ type sizing struct {
 	// notice is a warning about the source that answered (e.g. a hook
 	// template without $job); it becomes a Warning event too.
 	notice string
+	// step is the headroom for container-step pods included in workflow
+	// (one pod included), zero for none; stepSource says where it came from.
+	step       amount
+	stepSource Source
+	// ports are the host ports the workflow pod will use.
+	ports []config.HostPort
 	// intended is true when some source was configured (even if broken).
 	intended bool
 }
@@ -160,53 +175,109 @@ func volumeByName(pod *v1.Pod, name string) *v1.Volume {
 // JobContainer is the hook template's name for the job container.
 const JobContainer = "$job"
 
-// hookTemplateRequests computes the workflow pod's request from a hook
-// template (a PodTemplateSpec in YAML). The hook merges "$job" into the job
-// container and "$<service>" into that service, and appends every other
-// container as a sidecar: all of them run, so all of them count, as do init
-// containers and overhead. The pod is defaulted as the apiserver defaults
-// it (a container with limits only requests its limits), then its request is
-// computed exactly as Kubernetes computes a pod's request.
-func hookTemplateRequests(data string) (v1.ResourceList, error) {
-	rl, _, err := parseHookTemplate(data)
-	return rl, err
+// StepFromTemplate is the value of StepRequestsAnnotation that sizes the step
+// headroom from the hook template.
+const StepFromTemplate = "template"
+
+// parsedTemplate is what a hook template says about the pods a hook builds.
+type parsedTemplate struct {
+	// workflow is the workflow pod's request: "$job" merged into the job
+	// container, "$<service>" into that service, every other container a
+	// sidecar; all of them run, so all count, as do init containers and
+	// overhead.
+	workflow v1.ResourceList
+	// step is a container-step pod's request: both hooks merge "$job" into
+	// the step container and append the sidecars; services do not run there.
+	step v1.ResourceList
+	// hasJob reports whether the template has a $job container.
+	hasJob bool
 }
 
-// parseHookTemplate is hookTemplateRequests that also reports whether the
-// template has a $job container.
-func parseHookTemplate(data string) (rl v1.ResourceList, hasJob bool, err error) {
+// hookTemplateRequests computes the workflow pod's request from a hook
+// template (a PodTemplateSpec in YAML).
+func hookTemplateRequests(data string) (v1.ResourceList, error) {
+	t, err := parseHookTemplate(data)
+	if err != nil {
+		return nil, err
+	}
+	return t.workflow, nil
+}
+
+// parseHookTemplate reads a hook template. Pods are defaulted as the
+// apiserver defaults them (a container with limits only requests its
+// limits), then their requests are computed exactly as Kubernetes computes
+// a pod's request.
+func parseHookTemplate(data string) (*parsedTemplate, error) {
 	var tmpl v1.PodTemplateSpec
 	if err := yaml.Unmarshal([]byte(data), &tmpl); err != nil {
-		return nil, false, fmt.Errorf("cannot parse as a PodTemplateSpec: %w", err)
+		return nil, fmt.Errorf("cannot parse as a PodTemplateSpec: %w", err)
 	}
-	pod := &v1.Pod{Spec: tmpl.Spec}
-	for _, c := range pod.Spec.Containers {
-		hasJob = hasJob || c.Name == JobContainer
+	out := &parsedTemplate{}
+	workflowPod := &v1.Pod{Spec: *tmpl.Spec.DeepCopy()}
+	stepPod := &v1.Pod{Spec: *tmpl.Spec.DeepCopy()}
+	stepPod.Spec.Containers = nil
+	for _, c := range tmpl.Spec.Containers {
+		out.hasJob = out.hasJob || c.Name == JobContainer
+		if c.Name == JobContainer || !strings.HasPrefix(c.Name, "$") {
+			stepPod.Spec.Containers = append(stepPod.Spec.Containers, *c.DeepCopy())
+		}
 	}
+	var err error
+	if out.workflow, err = podRequests(workflowPod); err != nil {
+		return nil, err
+	}
+	if out.step, err = podRequests(stepPod); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// podRequests defaults pod and returns its request.
+func podRequests(pod *v1.Pod) (v1.ResourceList, error) {
 	corev1defaults.SetObjectDefaults_Pod(pod)
-	rl = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	rl := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	for name, q := range rl {
 		// The apiserver would refuse such a pod; it must not free room here.
 		if q.Sign() < 0 {
-			return nil, hasJob, fmt.Errorf("negative request %s=%s", name, q.String())
+			return nil, fmt.Errorf("negative request %s=%s", name, q.String())
 		}
 	}
-	return rl, hasJob, nil
+	return rl, nil
 }
 
 // sizer resolves a runner's workflow size from its sources.
 type sizer struct {
-	configMaps      corelisters.ConfigMapLister
-	defaultWorkflow v1.ResourceList
-	defaultStep     v1.ResourceList
+	// templates caches parsed hook templates by ConfigMap, resource
+	// version and key: every runner of a scale set mounts the same one and
+	// every scheduling attempt reads it.
+	templates templateCache
+
+	configMaps       corelisters.ConfigMapLister
+	defaultWorkflow  v1.ResourceList
+	defaultStep      v1.ResourceList
+	stepFromTemplate bool
+	defaultPorts     []config.HostPort
 }
 
 // size resolves the workflow pod's size: annotation, then hook template,
 // then the default; a broken source is recorded and the next one tried.
-// Step headroom (annotation, else default) is added on top.
+// Step headroom (annotation, else default) is added on top, and the host
+// ports to hold (annotation, else default) are read.
 func (s *sizer) size(pod *v1.Pod) sizing {
 	var out sizing
 	var workflow v1.ResourceList
+	// The hook template, read once: nil until asked for, then its
+	// parse, or the error, or found=false when the runner names none.
+	var tmpl *parsedTemplate
+	var tmplErr error
+	tmplRead, tmplFound := false, false
+	template := func() (*parsedTemplate, bool, error) {
+		if !tmplRead {
+			tmplRead = true
+			tmpl, tmplFound, out.notice, tmplErr = s.fromHookTemplate(pod)
+		}
+		return tmpl, tmplFound, tmplErr
+	}
 
 	if v, ok := pod.Annotations[WorkflowRequestsAnnotation]; ok {
 		out.intended = true
@@ -221,12 +292,12 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 		}
 	}
 	if workflow == nil {
-		rl, tried, notice, err := s.fromHookTemplate(pod)
+		t, tried, err := template()
 		out.intended = out.intended || tried
 		if err != nil {
 			out.problems = append(out.problems, err)
 		} else if tried {
-			workflow, out.source, out.notice = rl, SourceHookTemplate, notice
+			workflow, out.source = t.workflow, SourceHookTemplate
 		}
 	}
 	if workflow == nil && len(s.defaultWorkflow) > 0 {
@@ -236,30 +307,58 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 	if workflow == nil {
 		return out
 	}
+	if out.source != SourceHookTemplate {
+		out.notice = ""
+	}
 	out.workflow = amountFromList(workflow)
 	out.workflow.Pods = 1
 
-	step := s.defaultStep
-	if v, ok := pod.Annotations[StepRequestsAnnotation]; ok {
-		rl, err := parseResourceList(v)
-		if err != nil {
-			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", StepRequestsAnnotation, v, err))
-		} else {
-			step = rl
+	step, stepSource := s.defaultStep, SourceDefault
+	if len(step) == 0 && s.stepFromTemplate {
+		if t, found, err := template(); err == nil && found {
+			step, stepSource = t.step, SourceHookTemplate
 		}
 	}
-	if len(step) > 0 {
-		extra := amountFromList(step)
-		extra.Pods = 0
+	if v, ok := pod.Annotations[StepRequestsAnnotation]; ok {
+		if strings.EqualFold(strings.TrimSpace(v), StepFromTemplate) {
+			t, found, err := template()
+			switch {
+			case err != nil:
+				out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", StepRequestsAnnotation, v, err))
+			case !found:
+				out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: the runner names no hook template (%s)", StepRequestsAnnotation, v, HookTemplateEnv))
+			default:
+				step, stepSource = t.step, SourceHookTemplate
+			}
+		} else if rl, err := parseResourceList(v); err != nil {
+			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", StepRequestsAnnotation, v, err))
+		} else {
+			step, stepSource = rl, SourceAnnotation
+		}
+	}
+	if extra := amountFromList(step); !extra.isZero() {
+		// A step pod is a pod too.
+		extra.Pods = 1
+		out.step, out.stepSource = extra, stepSource
 		out.workflow = out.workflow.add(extra)
+	}
+
+	out.ports = s.defaultPorts
+	if v, ok := pod.Annotations[HostPortsAnnotation]; ok {
+		ports, err := parseHostPorts(v)
+		if err != nil {
+			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", HostPortsAnnotation, v, err))
+		} else {
+			out.ports = ports
+		}
 	}
 	return out
 }
 
-// fromHookTemplate reads the runner's hook template. tried reports whether
+// fromHookTemplate reads the runner's hook template. found reports whether
 // the runner names one at all; notice warns about a template that answers
 // but without a $job container.
-func (s *sizer) fromHookTemplate(pod *v1.Pod) (rl v1.ResourceList, tried bool, notice string, err error) {
+func (s *sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, notice string, err error) {
 	ref, err := findHookTemplate(pod)
 	if err != nil {
 		return nil, true, "", err
@@ -282,15 +381,75 @@ func (s *sizer) fromHookTemplate(pod *v1.Pod) (rl v1.ResourceList, tried bool, n
 		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap %s/%s has no key %q", ref.path, pod.Namespace, ref.configMap, ref.key)
 	}
 	where := fmt.Sprintf("hook template %s (ConfigMap %s/%s key %q)", ref.path, pod.Namespace, ref.configMap, ref.key)
-	rl, hasJob, err := parseHookTemplate(data)
+	t, err = s.templates.parse(templateKey{uid: cm.UID, resourceVersion: cm.ResourceVersion, key: ref.key}, data)
 	if err != nil {
 		return nil, true, "", fmt.Errorf("%s: %w", where, err)
 	}
-	if amountFromList(rl).isZero() {
+	if amountFromList(t.workflow).isZero() {
 		return nil, true, "", fmt.Errorf("%s asks for no resources: give %s requests or limits", where, JobContainer)
 	}
-	if !hasJob {
-		notice = fmt.Sprintf("%s has no %s container: the job container will request nothing, only its other containers (%s) are reserved", where, JobContainer, formatResourceList(rl))
+	if !t.hasJob {
+		notice = fmt.Sprintf("%s has no %s container: the job container will request nothing, only its other containers (%s) are reserved", where, JobContainer, formatResourceList(t.workflow))
 	}
-	return rl, true, notice, nil
+	return t, true, notice, nil
+}
+
+// parseHostPorts reads "PORT[/PROTOCOL][,...]".
+func parseHostPorts(s string) ([]config.HostPort, error) {
+	var out []config.HostPort
+	for _, part := range strings.Split(s, ",") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		p, err := config.ParseHostPort(part)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, p) {
+			return nil, fmt.Errorf("host port %s given twice", p)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no host ports given")
+	}
+	return out, nil
+}
+
+// templateKey is one key of one version of a ConfigMap.
+type templateKey struct {
+	uid             types.UID
+	resourceVersion string
+	key             string
+}
+
+type templateResult struct {
+	t   *parsedTemplate
+	err error
+}
+
+// templateCache holds parsed hook templates; it starts over when it holds
+// maxCachedTemplates (old versions are never asked for again).
+type templateCache struct {
+	mu sync.Mutex
+	m  map[templateKey]templateResult
+}
+
+const maxCachedTemplates = 1024
+
+func (c *templateCache) parse(k templateKey, data string) (*parsedTemplate, error) {
+	if k.uid == "" || k.resourceVersion == "" {
+		return parseHookTemplate(data)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.m[k]; ok {
+		return r.t, r.err
+	}
+	if c.m == nil || len(c.m) >= maxCachedTemplates {
+		c.m = map[templateKey]templateResult{}
+	}
+	t, err := parseHookTemplate(data)
+	c.m[k] = templateResult{t: t, err: err}
+	return t, err
 }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 )
 
 func TestParseResourceList(t *testing.T) {
@@ -205,6 +207,12 @@ func TestSize(t *testing.T) {
 		wantSource     Source
 		wantProblems   []string
 		wantUnintended bool
+		// step headroom and host ports
+		stepFromTemplate bool
+		defaultPorts     []config.HostPort
+		wantStep         string
+		wantStepSource   Source
+		wantPorts        string
 	}{
 		"annotation wins over template and default": {
 			pod:        withHookTemplate(runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=2").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
@@ -245,6 +253,48 @@ func TestSize(t *testing.T) {
 			want:        "cpu=1500m",
 			wantSource:  SourceAnnotation,
 		},
+		"step headroom from the hook template, by annotation": {
+			pod:            withHookTemplate(runnerPod("r").Annotation(StepRequestsAnnotation, "template").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
+			want:           "cpu=6,memory=5Gi",
+			wantSource:     SourceHookTemplate,
+			wantStep:       "cpu=3,memory=2304Mi",
+			wantStepSource: SourceHookTemplate,
+		},
+		"step headroom from the hook template, by args; an explicit default wins": {
+			pod:            templated("default.yaml"),
+			defaultStep:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")},
+			want:           "cpu=3100m,memory=2816Mi",
+			wantSource:     SourceHookTemplate,
+			wantStep:       "cpu=100m",
+			wantStepSource: SourceDefault,
+		},
+		"step headroom from the hook template, by args": {
+			pod:              runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			stepFromTemplate: true, // the runner has no template: no headroom
+			want:             "cpu=1",
+			wantSource:       SourceAnnotation,
+		},
+		"step headroom from a template the runner does not name": {
+			pod:          runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Annotation(StepRequestsAnnotation, "Template").Obj(),
+			want:         "cpu=1",
+			wantSource:   SourceAnnotation,
+			wantProblems: []string{"names no hook template"},
+		},
+		"host ports from annotation beat the default": {
+			pod:          runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Annotation(HostPortsAnnotation, "6379, 53/udp").Obj(),
+			defaultPorts: []config.HostPort{{Protocol: v1.ProtocolTCP, Port: 80}},
+			want:         "cpu=1",
+			wantSource:   SourceAnnotation,
+			wantPorts:    "6379/TCP,53/UDP",
+		},
+		"malformed host ports fall back to the default": {
+			pod:          runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Annotation(HostPortsAnnotation, "6379,http").Obj(),
+			defaultPorts: []config.HostPort{{Protocol: v1.ProtocolTCP, Port: 80}},
+			want:         "cpu=1",
+			wantSource:   SourceAnnotation,
+			wantPorts:    "80/TCP",
+			wantProblems: []string{`host port "http"`},
+		},
 		"default step headroom": {
 			pod:         runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
 			defaultStep: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")},
@@ -254,7 +304,8 @@ func TestSize(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := &sizer{configMaps: configMapLister(hooks), defaultWorkflow: tc.defaultWF, defaultStep: tc.defaultStep}
+			s := &sizer{configMaps: configMapLister(hooks), defaultWorkflow: tc.defaultWF, defaultStep: tc.defaultStep,
+				stepFromTemplate: tc.stepFromTemplate, defaultPorts: tc.defaultPorts}
 			got := s.size(tc.pod)
 			if got.intended == tc.wantUnintended {
 				t.Errorf("intended = %v, want %v", got.intended, !tc.wantUnintended)
@@ -267,8 +318,18 @@ func TestSize(t *testing.T) {
 				if got.workflow.String() != tc.want || got.source != tc.wantSource {
 					t.Errorf("size = %s from %q, want %s from %q", got.workflow, got.source, tc.want, tc.wantSource)
 				}
-				if got.workflow.Pods != 1 {
-					t.Errorf("workflow pods = %d, want 1", got.workflow.Pods)
+				wantPods := int64(1)
+				if !got.step.isZero() {
+					wantPods = 2 // a step pod is a pod too
+				}
+				if got.workflow.Pods != wantPods {
+					t.Errorf("workflow pods = %d, want %d", got.workflow.Pods, wantPods)
+				}
+				if tc.wantStep != "" && (got.step.String() != tc.wantStep || got.stepSource != tc.wantStepSource) {
+					t.Errorf("step = %s from %q, want %s from %q", got.step, got.stepSource, tc.wantStep, tc.wantStepSource)
+				}
+				if strings.Join(portStrings(got.ports), ",") != tc.wantPorts {
+					t.Errorf("ports = %v, want %q", got.ports, tc.wantPorts)
 				}
 			}
 			if len(got.problems) != len(tc.wantProblems) {
@@ -280,5 +341,34 @@ func TestSize(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func portStrings(ports []config.HostPort) []string {
+	var out []string
+	for _, p := range ports {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// The hook template is parsed once per version of its ConfigMap.
+func TestHookTemplateCache(t *testing.T) {
+	var c templateCache
+	k := templateKey{uid: "cm", resourceVersion: "1", key: "default.yaml"}
+	first, err := c.parse(k, hookTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := c.parse(k, "spec: [") // same version: the data is the same, not parsed again
+	if again != first {
+		t.Error("the same ConfigMap version was parsed again")
+	}
+	k.resourceVersion = "2"
+	if _, err := c.parse(k, "spec: ["); err == nil {
+		t.Error("a new ConfigMap version was not parsed")
+	}
+	if _, err := c.parse(k, hookTemplate); err == nil {
+		t.Error("a cached error was not kept for its version")
 	}
 }

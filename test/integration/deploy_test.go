@@ -130,8 +130,12 @@ func TestDeployRenderedManifests(t *testing.T) {
 	wantContains(t, "probe PodScheduled message", e.unschedulable("probe"), workflowreservation.ErrReasonRoomReserved)
 	e.create("held-runner-workflow", podSpec{cpu: "2", workflowOf: "held-runner", node: heldNode})
 	e.event("held-runner-workflow", workflowreservation.ReasonClaimed)
+	// The claim leaves the step headroom (defaultStepRequests) held until
+	// the runner ends.
+	e.delete("held-runner-workflow")
+	e.delete("held-runner")
 	if got := e.bound("probe"); got != heldNode {
-		t.Errorf("probe landed on %s, want %s once the workflow pod claimed the reservation", got, heldNode)
+		t.Errorf("probe landed on %s, want %s once held-runner ended", got, heldNode)
 	}
 	e.exampleRunner("k-runner-2", valuesKubernetes)
 	wantContains(t, "k-runner-2 PodScheduled message", e.unschedulable("k-runner-2"), workflowreservation.ErrReasonPairDoesNotFit)

@@ -30,6 +30,17 @@ type WorkflowReservationArgs struct {
 	// ReconcileInterval is how often the leader compares its reservations
 	// with the cluster and repairs drift. Zero only before defaulting.
 	ReconcileInterval metav1.Duration
+	// StepRequestsFromHookTemplate sizes the step headroom from the
+	// runner's hook template ($job and sidecars) when no explicit step size
+	// is given.
+	StepRequestsFromHookTemplate bool
+	// DefaultHostPorts are host ports ("6379", "53/UDP") every runner's
+	// workflow pod is held to use, unless the runner declares its own.
+	DefaultHostPorts []string
+	// NoWorkflowPodGrace is how long after its runner's job started a
+	// reservation waits for its workflow pod before it is released (a job
+	// without a container creates none). Zero only before defaulting.
+	NoWorkflowPodGrace metav1.Duration
 }
 
 // ScoringStrategyType names a way to rank nodes by their allocation.

@@ -77,6 +77,12 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		(*in).DeepCopyInto(*out)
 	}
 	out.ReconcileInterval = in.ReconcileInterval
+	if in.DefaultHostPorts != nil {
+		in, out := &in.DefaultHostPorts, &out.DefaultHostPorts
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	out.NoWorkflowPodGrace = in.NoWorkflowPodGrace
 	return
 }
 

@@ -18,6 +18,7 @@ const (
 	ReleaseRunnerDeleted  = "runner_deleted"
 	ReleaseNodeDeleted    = "node_deleted"
 	ReleaseUnreserved     = "unreserved"
+	ReleaseNoWorkflowPod  = "no_workflow_pod"
 )
 
 var (

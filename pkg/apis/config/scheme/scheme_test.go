@@ -32,9 +32,10 @@ func defaultArgs() *config.WorkflowReservationArgs {
 		RunnerSelector: &metav1.LabelSelector{
 			MatchLabels: map[string]string{"actions-ephemeral-runner": "True"},
 		},
-		RunnerPodLabel:    "runner-pod",
-		ScoringStrategy:   defaultScoring(),
-		ReconcileInterval: metav1.Duration{Duration: time.Minute},
+		RunnerPodLabel:     "runner-pod",
+		ScoringStrategy:    defaultScoring(),
+		ReconcileInterval:  metav1.Duration{Duration: time.Minute},
+		NoWorkflowPodGrace: metav1.Duration{Duration: 2 * time.Minute},
 	}
 }
 
@@ -110,6 +111,9 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
           weight: 3
         - name: nvidia.com/gpu
       reconcileInterval: 30s
+      stepRequestsFromHookTemplate: true
+      defaultHostPorts: ["6379", "53/UDP"]
+      noWorkflowPodGrace: 45s
 `),
 			wantArgs: &config.WorkflowReservationArgs{
 				RunnerSelector: &metav1.LabelSelector{
@@ -129,7 +133,10 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
 					Type:      config.MostAllocated,
 					Resources: []config.ResourceSpec{{Name: "cpu", Weight: 3}, {Name: "nvidia.com/gpu", Weight: 1}},
 				},
-				ReconcileInterval: metav1.Duration{Duration: 30 * time.Second},
+				ReconcileInterval:            metav1.Duration{Duration: 30 * time.Second},
+				StepRequestsFromHookTemplate: true,
+				DefaultHostPorts:             []string{"6379", "53/UDP"},
+				NoWorkflowPodGrace:           metav1.Duration{Duration: 45 * time.Second},
 			},
 		},
 		"some args, others defaulted": {

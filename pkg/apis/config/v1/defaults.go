@@ -19,6 +19,8 @@ const (
 	DefaultRunnerPodLabel = "runner-pod"
 	// DefaultReconcileInterval is the default ReconcileInterval.
 	DefaultReconcileInterval = time.Minute
+	// DefaultNoWorkflowPodGrace is the default NoWorkflowPodGrace.
+	DefaultNoWorkflowPodGrace = 2 * time.Minute
 )
 
 func addDefaultingFuncs(scheme *runtime.Scheme) error {
@@ -38,6 +40,12 @@ func SetDefaults_WorkflowReservationArgs(obj *WorkflowReservationArgs) {
 	}
 	if obj.ReconcileInterval == nil {
 		obj.ReconcileInterval = &metav1.Duration{Duration: DefaultReconcileInterval}
+	}
+	if obj.StepRequestsFromHookTemplate == nil {
+		obj.StepRequestsFromHookTemplate = ptr.To(false)
+	}
+	if obj.NoWorkflowPodGrace == nil {
+		obj.NoWorkflowPodGrace = &metav1.Duration{Duration: DefaultNoWorkflowPodGrace}
 	}
 	if obj.ScoringStrategy == nil {
 		obj.ScoringStrategy = &ScoringStrategy{}

@@ -38,9 +38,11 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				RunnerSelector: &metav1.LabelSelector{
 					MatchLabels: map[string]string{"actions-ephemeral-runner": "True"},
 				},
-				RunnerPodLabel:    ptr.To("runner-pod"),
-				ScoringStrategy:   defaultScoring(),
-				ReconcileInterval: &metav1.Duration{Duration: time.Minute},
+				RunnerPodLabel:               ptr.To("runner-pod"),
+				ScoringStrategy:              defaultScoring(),
+				ReconcileInterval:            &metav1.Duration{Duration: time.Minute},
+				StepRequestsFromHookTemplate: ptr.To(false),
+				NoWorkflowPodGrace:           &metav1.Duration{Duration: 2 * time.Minute},
 			},
 		},
 		"set fields are kept": {
@@ -51,11 +53,13 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				ReconcileInterval:       &metav1.Duration{Duration: 5 * time.Minute},
 			},
 			want: &WorkflowReservationArgs{
-				RunnerSelector:          customSelector,
-				RunnerPodLabel:          ptr.To(""),
-				DefaultWorkflowRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
-				ScoringStrategy:         defaultScoring(),
-				ReconcileInterval:       &metav1.Duration{Duration: 5 * time.Minute},
+				RunnerSelector:               customSelector,
+				RunnerPodLabel:               ptr.To(""),
+				DefaultWorkflowRequests:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+				ScoringStrategy:              defaultScoring(),
+				ReconcileInterval:            &metav1.Duration{Duration: 5 * time.Minute},
+				StepRequestsFromHookTemplate: ptr.To(false),
+				NoWorkflowPodGrace:           &metav1.Duration{Duration: 2 * time.Minute},
 			},
 		},
 	}

@@ -41,6 +41,25 @@ type WorkflowReservationArgs struct {
 	// reconciler also runs when a replica starts leading. Defaults to 1m.
 	// +optional
 	ReconcileInterval *metav1.Duration `json:"reconcileInterval,omitempty"`
+	// StepRequestsFromHookTemplate sizes the headroom for container-step
+	// pods from the runner's hook template, as the hooks build step pods:
+	// the $job container's resources plus the template's sidecars. An
+	// explicit size (annotation tandem.dev/step-requests or
+	// defaultStepRequests) wins. Defaults to false.
+	// +optional
+	StepRequestsFromHookTemplate *bool `json:"stepRequestsFromHookTemplate,omitempty"`
+	// DefaultHostPorts are the host ports ("6379", "5432/TCP", "53/UDP")
+	// the workflow pods of runners that declare none (annotation
+	// tandem.dev/host-ports) will use: the hook turns every service port
+	// mapping into a hostPort. They are held with the reservation.
+	// +optional
+	DefaultHostPorts []string `json:"defaultHostPorts,omitempty"`
+	// NoWorkflowPodGrace is how long after its runner's job started (the
+	// EphemeralRunner's status names a job) a reservation waits for its
+	// workflow pod. A job without a container creates none; after the grace
+	// the room is released. Defaults to 2m.
+	// +optional
+	NoWorkflowPodGrace *metav1.Duration `json:"noWorkflowPodGrace,omitempty"`
 }
 
 // ScoringStrategyType names a way to rank nodes by their allocation.

@@ -110,6 +110,13 @@ func autoConvert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in
 	if err := metav1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.ReconcileInterval, &out.ReconcileInterval, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_bool_To_bool(&in.StepRequestsFromHookTemplate, &out.StepRequestsFromHookTemplate, s); err != nil {
+		return err
+	}
+	out.DefaultHostPorts = *(*[]string)(unsafe.Pointer(&in.DefaultHostPorts))
+	if err := metav1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.NoWorkflowPodGrace, &out.NoWorkflowPodGrace, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -127,6 +134,13 @@ func autoConvert_config_WorkflowReservationArgs_To_v1_WorkflowReservationArgs(in
 	out.DefaultStepRequests = *(*corev1.ResourceList)(unsafe.Pointer(&in.DefaultStepRequests))
 	out.ScoringStrategy = (*ScoringStrategy)(unsafe.Pointer(in.ScoringStrategy))
 	if err := metav1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.ReconcileInterval, &out.ReconcileInterval, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_bool_To_Pointer_bool(&in.StepRequestsFromHookTemplate, &out.StepRequestsFromHookTemplate, s); err != nil {
+		return err
+	}
+	out.DefaultHostPorts = *(*[]string)(unsafe.Pointer(&in.DefaultHostPorts))
+	if err := metav1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.NoWorkflowPodGrace, &out.NoWorkflowPodGrace, s); err != nil {
 		return err
 	}
 	return nil

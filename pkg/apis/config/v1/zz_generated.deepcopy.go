@@ -86,6 +86,21 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		*out = new(metav1.Duration)
 		**out = **in
 	}
+	if in.StepRequestsFromHookTemplate != nil {
+		in, out := &in.StepRequestsFromHookTemplate, &out.StepRequestsFromHookTemplate
+		*out = new(bool)
+		**out = **in
+	}
+	if in.DefaultHostPorts != nil {
+		in, out := &in.DefaultHostPorts, &out.DefaultHostPorts
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.NoWorkflowPodGrace != nil {
+		in, out := &in.NoWorkflowPodGrace, &out.NoWorkflowPodGrace
+		*out = new(metav1.Duration)
+		**out = **in
+	}
 	return
 }
 

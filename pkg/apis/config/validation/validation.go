@@ -51,6 +51,21 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 	if d := args.ReconcileInterval.Duration; d != 0 && d < time.Second {
 		allErrs = append(allErrs, field.Invalid(path.Child("reconcileInterval"), d.String(), "must be at least 1s"))
 	}
+	if d := args.NoWorkflowPodGrace.Duration; d < 0 {
+		allErrs = append(allErrs, field.Invalid(path.Child("noWorkflowPodGrace"), d.String(), "must not be negative"))
+	}
+	seen := map[config.HostPort]bool{}
+	for i, s := range args.DefaultHostPorts {
+		p, err := config.ParseHostPort(s)
+		if err != nil {
+			allErrs = append(allErrs, field.Invalid(path.Child("defaultHostPorts").Index(i), s, err.Error()))
+			continue
+		}
+		if seen[p] {
+			allErrs = append(allErrs, field.Duplicate(path.Child("defaultHostPorts").Index(i), s))
+		}
+		seen[p] = true
+	}
 	return allErrs.ToAggregate()
 }
 

@@ -61,6 +61,18 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 				field.Invalid(field.NewPath("args", "reconcileInterval"), "500ms", ""),
 			},
 		},
+		"host ports": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.DefaultHostPorts = []string{"6379", "53/udp", "0", "6379/TCP", "80/HTTP"}
+				args.NoWorkflowPodGrace = metav1.Duration{Duration: -time.Second}
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(field.NewPath("args", "noWorkflowPodGrace"), "-1s", ""),
+				field.Invalid(field.NewPath("args", "defaultHostPorts").Index(2), "0", ""),
+				field.Duplicate(field.NewPath("args", "defaultHostPorts").Index(3), "6379/TCP"),
+				field.Invalid(field.NewPath("args", "defaultHostPorts").Index(4), "80/HTTP", ""),
+			},
+		},
 		"nil selector": {
 			modify: func(args *config.WorkflowReservationArgs) {
 				args.RunnerSelector = nil

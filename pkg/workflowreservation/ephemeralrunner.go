@@ -1,0 +1,153 @@
+package workflowreservation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
+)
+
+// A job without a container (ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER=false and
+// no `container:`) runs inside the runner and creates no workflow pod: its
+// reservation would hold room for nothing until the runner ends. ARC writes
+// the job a runner took into its EphemeralRunner's status (the listener's
+// HandleJobStarted); the EphemeralRunner has the runner pod's name. A
+// reservation whose runner started a job and whose workflow pod has not come
+// within noWorkflowPodGrace is released. Without the CRD (or RBAC to read
+// it) reservations are held until their runner ends, and the log says so.
+
+// EphemeralRunnerResource is ARC's EphemeralRunner.
+var EphemeralRunnerResource = schema.GroupVersionResource{Group: "actions.github.com", Version: "v1alpha1", Resource: "ephemeralrunners"}
+
+// jobOf returns the job an EphemeralRunner has taken, "" when none.
+func jobOf(obj *unstructured.Unstructured) string {
+	if id, ok, _ := unstructured.NestedString(obj.Object, "status", "jobId"); ok && id != "" {
+		return id
+	}
+	if id, ok, _ := unstructured.NestedInt64(obj.Object, "status", "jobRequestId"); ok && id != 0 {
+		return fmt.Sprint(id)
+	}
+	return ""
+}
+
+// watchJobs runs an informer on EphemeralRunners once the API serves them,
+// looking again every reconcile interval until it does.
+func (pl *WorkflowReservation) watchJobs(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	cfg := pl.handle.KubeConfig()
+	if cfg == nil {
+		return
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		logger.Error(err, "Cannot watch EphemeralRunners; reservations of jobs without a container are held until their runner ends")
+		return
+	}
+	told := false
+	served := func(context.Context) (bool, error) {
+		list, err := pl.handle.ClientSet().Discovery().ServerResourcesForGroupVersion(EphemeralRunnerResource.GroupVersion().String())
+		if err == nil {
+			for _, r := range list.APIResources {
+				if r.Name == EphemeralRunnerResource.Resource {
+					return true, nil
+				}
+			}
+		}
+		if !told {
+			told = true
+			logger.Info("ARC's EphemeralRunner resource is not served (CRD not installed?); reservations of jobs without a container are held until their runner ends. Looking again every reconcile interval", "resource", EphemeralRunnerResource.String())
+		}
+		return false, nil
+	}
+	if err := wait.PollUntilContextCancel(ctx, pl.reconcileEvery, true, served); err != nil {
+		return
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	informer := factory.ForResource(EphemeralRunnerResource)
+	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { pl.onEphemeralRunner(logger, obj) },
+		UpdateFunc: func(_, obj any) { pl.onEphemeralRunner(logger, obj) },
+	}); err != nil {
+		logger.Error(err, "Registering the EphemeralRunner handler")
+		return
+	}
+	pl.sh.setEphemeralRunners(informer.Lister())
+	logger.V(2).Info("Watching EphemeralRunners: reservations of jobs without a container are released after the grace", "grace", pl.noWorkflowPodGrace)
+	factory.Start(ctx.Done())
+}
+
+// onEphemeralRunner starts the grace of a reservation whose runner took a
+// job that is not the one (if any) the EphemeralRunner showed when the
+// reservation was taken.
+func (pl *WorkflowReservation) onEphemeralRunner(logger klog.Logger, obj any) {
+	er, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	job := jobOf(er)
+	if job == "" {
+		return
+	}
+	key := types.NamespacedName{Namespace: er.GetNamespace(), Name: er.GetName()}
+	var uid types.UID
+	pl.store.update(key, func(r *reservation) {
+		if r.claimedBy == "" && !r.done && r.jobStarted.IsZero() && job != r.staleJob {
+			r.jobStarted, uid = time.Now(), r.runnerUID
+		}
+	})
+	if uid == "" {
+		return
+	}
+	logger.V(4).Info("Runner started a job; waiting for its workflow pod", "runner", key, "job", job, "grace", pl.noWorkflowPodGrace)
+	time.AfterFunc(pl.noWorkflowPodGrace, func() { pl.releaseWithoutWorkflowPod(logger, key, uid) })
+}
+
+// releaseWithoutWorkflowPod uses up a reservation whose job started and
+// whose workflow pod did not come: a job without a container.
+func (pl *WorkflowReservation) releaseWithoutWorkflowPod(logger klog.Logger, key types.NamespacedName, uid types.UID) {
+	var r reservation
+	released := false
+	pl.store.update(key, func(s *reservation) {
+		if s.runnerUID == uid && s.claimedBy == "" && !s.done {
+			s.done, released, r = true, true, *s
+		}
+	})
+	if !released {
+		return
+	}
+	pl.recordMetrics()
+	pl.countRelease(metrics.ReleaseNoWorkflowPod, false)
+	logger.V(2).Info("Released the reservation of a job without a workflow pod", "runner", key, "node", r.node, "grace", pl.noWorkflowPodGrace)
+	pl.event(stub(r), v1.EventTypeNormal, ReasonReleased, "Release",
+		fmt.Sprintf("Released %s on node %s: the runner's job started %s ago and no workflow pod came (a job without a container)", r.size, r.node, pl.noWorkflowPodGrace))
+	pl.activateWaiting(logger)
+}
+
+// staleJobOf returns the job the runner's EphemeralRunner shows now, if the
+// EphemeralRunners are watched: taken before the reservation, it is not
+// the reservation's.
+func (pl *WorkflowReservation) staleJobOf(runner types.NamespacedName) string {
+	lister := pl.sh.ephemeralRunnerLister()
+	if lister == nil {
+		return ""
+	}
+	obj, err := lister.ByNamespace(runner.Namespace).Get(runner.Name)
+	if err != nil {
+		return ""
+	}
+	if er, ok := obj.(*unstructured.Unstructured); ok {
+		return jobOf(er)
+	}
+	return ""
+}

@@ -1,0 +1,236 @@
+package workflowreservation
+
+import (
+	"slices"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+)
+
+// What a reservation still holds on a node depends on which of its runner's
+// pods are there, in the node's accounting (the scheduler's snapshot, with
+// the pods it assumed):
+//
+//   - before the workflow pod arrives: all of it, host ports included;
+//   - once the workflow pod is there: the step headroom, less what the
+//     workflow pod takes beyond the workflow part, less the requests of the
+//     runner's step pods running there; its host ports are the pod's own;
+//   - once the workflow pod is gone, or ran elsewhere: nothing.
+//
+// So a hand-over has neither a gap nor a double count, whichever of the
+// scheduler and the plugin's handler saw the pod first.
+
+// runnerPods is what one reservation's runner has on the node.
+type runnerPods struct {
+	workflow    bool
+	workflowReq amount
+	steps       amount
+}
+
+// heldRoom is what the reservations on a node hold against a pod.
+type heldRoom struct {
+	amount amount
+	ports  []config.HostPort
+}
+
+// holds returns what r still holds, given its runner's pods on the node.
+func (r *reservation) holds(on runnerPods) (amount, []config.HostPort) {
+	switch {
+	case r.done:
+		return amount{}, nil
+	case !on.workflow && r.claimedBy == "":
+		return r.size.sub(on.steps).atLeastZero(), r.ports
+	case !on.workflow:
+		// Claimed (assumed by the scheduler, or seen by the handler) but
+		// not in this snapshot yet: keep all of it, no gap.
+		return r.size, r.ports
+	}
+	headroom := r.size.sub(on.workflowReq).atLeastZero().atMost(r.step)
+	return headroom.sub(on.steps).atLeastZero(), nil
+}
+
+// held sums what the reservations on the node hold against the pod being
+// scheduled: not its own runner's (a workflow or step pod may use it), not
+// those the cycle's dry run removed, plus the workflow room of runners
+// nominated to the node. It reads the store, not a per-cycle copy: during a
+// cycle only informer handlers change it, and they only free room.
+//
+// Filter and Score call it for every node of every cycle. What all of a
+// node's reservations hold is cached until the node's reservations or its
+// pods (the NodeInfo generation) change, so that in a steady cluster the
+// call is a lookup; pods with a reservation of their own and dry runs
+// compute it afresh.
+func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) heldRoom {
+	node := nodeInfo.Node().Name
+	var out heldRoom
+	own := s.kind == kindWorkflow || s.kind == kindStep
+	cacheable := !own && s.adjust.empty()
+	pl.store.withNode(node, func(rs []*reservation, version uint64) {
+		if len(rs) == 0 {
+			return
+		}
+		if cacheable {
+			if h, ok := pl.sh.heldCache.get(node, version, nodeInfo.GetGeneration()); ok {
+				out = h
+				return
+			}
+		}
+		var buf [16]runnerPods
+		on := buf[:0]
+		if len(rs) > len(buf) {
+			on = make([]runnerPods, 0, len(rs))
+		}
+		on = pl.runnerPodsOn(rs, nodeInfo, on[:len(rs)])
+		for i, r := range rs {
+			if r.done || s.adjust.isRemoved(r.runnerUID) {
+				continue
+			}
+			if own && r.runnerUID == s.own.runnerUID {
+				continue
+			}
+			a, ports := r.holds(on[i])
+			out.amount = out.amount.add(a)
+			out.ports = append(out.ports, ports...)
+		}
+		if cacheable {
+			pl.sh.heldCache.put(node, version, nodeInfo.GetGeneration(), out)
+		}
+	})
+	out.amount = s.adjust.addedOn(node, out.amount)
+	return out
+}
+
+// heldCache remembers, per node, what its reservations hold against any pod
+// without one of its own, for one version of the node's reservations and
+// one generation of its pods.
+type heldCache struct {
+	mu sync.Mutex
+	m  map[string]heldEntry
+}
+
+type heldEntry struct {
+	version    uint64
+	generation int64
+	held       heldRoom
+}
+
+func (c *heldCache) get(node string, version uint64, generation int64) (heldRoom, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[node]
+	if !ok || e.version != version || e.generation != generation {
+		return heldRoom{}, false
+	}
+	return e.held, true
+}
+
+func (c *heldCache) put(node string, version uint64, generation int64, h heldRoom) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]heldEntry{}
+	}
+	c.m[node] = heldEntry{version: version, generation: generation, held: h}
+}
+
+// forgetNode drops a node's entry.
+func (c *heldCache) forgetNode(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, node)
+}
+
+// runnerPodsOn finds, in one pass over the node's pods, what each of the
+// reservations' runners has there: its workflow pod (the first pod labelled
+// with the runner's name, of its incarnation, or the one that claimed) and
+// its step pods (other such pods; for hooks v0.7.0, the pods of a Job
+// labelled with the runner's name).
+//
+// rs is sorted by runner (the store keeps it so); on has rs's length and is
+// filled in and returned.
+func (pl *WorkflowReservation) runnerPodsOn(rs []*reservation, nodeInfo fwk.NodeInfo, on []runnerPods) []runnerPods {
+	clear(on)
+	for _, pi := range nodeInfo.GetPods() {
+		p := pi.GetPod()
+		name, viaJob := pl.runnerNameOf(p)
+		if name == "" {
+			continue
+		}
+		i := find(rs, p.Namespace, name)
+		if i < 0 || !rs[i].owns(p) {
+			continue
+		}
+		r, req := rs[i], amountOfPodInfo(pi)
+		if !viaJob && !on[i].workflow && (r.claimedBy == "" || r.claimedBy == p.UID) {
+			on[i].workflow, on[i].workflowReq = true, req
+		} else {
+			on[i].steps = on[i].steps.add(req)
+		}
+	}
+	return on
+}
+
+// runnerNameOf returns the runner a pod belongs to: its runner-pod label,
+// or (viaJob) the label of the Job that owns it, as hooks v0.7.0 label their
+// container-step Jobs but not the Jobs' pods.
+func (pl *WorkflowReservation) runnerNameOf(p *v1.Pod) (name string, viaJob bool) {
+	if name, ok := p.Labels[pl.runnerPodLabel]; ok {
+		return name, false
+	}
+	if pl.jobs == nil {
+		return "", false
+	}
+	owner := metav1.GetControllerOf(p)
+	if owner == nil || owner.Kind != "Job" {
+		return "", false
+	}
+	job, err := pl.jobs.Jobs(p.Namespace).Get(owner.Name)
+	if err != nil || job.UID != owner.UID {
+		return "", false
+	}
+	return job.Labels[pl.runnerPodLabel], true
+}
+
+// jobLister is where runnerNameOf finds step Jobs.
+type jobLister = batchlisters.JobLister
+
+// podHostPorts returns the host ports pod asks for.
+func podHostPorts(pod *v1.Pod) []config.HostPort {
+	var out []config.HostPort
+	add := func(cs []v1.Container) {
+		for _, c := range cs {
+			for _, p := range c.Ports {
+				if p.HostPort > 0 {
+					proto := p.Protocol
+					if proto == "" {
+						proto = v1.ProtocolTCP
+					}
+					out = append(out, config.HostPort{Protocol: proto, Port: p.HostPort})
+				}
+			}
+		}
+	}
+	add(pod.Spec.InitContainers)
+	add(pod.Spec.Containers)
+	return out
+}
+
+// portConflict reports whether a port of want is used by the node's pods
+// or held in held.
+func portConflict(want []config.HostPort, nodeInfo fwk.NodeInfo, held []config.HostPort) bool {
+	if len(want) == 0 {
+		return false
+	}
+	used := nodeInfo.GetUsedPorts()
+	for _, p := range want {
+		if used.CheckConflict("", string(p.Protocol), p.Port) || slices.Contains(held, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,245 @@
+package workflowreservation
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+)
+
+var redis = config.HostPort{Protocol: v1.ProtocolTCP, Port: 6379}
+
+// withStep is r1's reservation of 3 cpu: 2 for the workflow pod, 1 of
+// headroom for step pods (and a pod each), holding port 6379.
+func withStep() *reservation {
+	return &reservation{
+		runner: key("r1"), runnerUID: "r1", node: "n1", source: SourceAnnotation,
+		size:  amount{MilliCPU: 3000, Pods: 2},
+		step:  amount{MilliCPU: 1000, Pods: 1},
+		ports: []config.HostPort{redis},
+	}
+}
+
+// stepJob is a container-step Job of hooks v0.7.0: the Job carries the
+// runner-pod label, its pod only the Job's ownership.
+var stepJob = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "arc", Name: "r1-step-0a1b2c3d", UID: "job-uid",
+	Labels: map[string]string{"runner-pod": "r1"}}}
+
+func jobStepPod(cpu string) *v1.Pod {
+	pod := st.MakePod().Namespace("arc").Name("r1-step-0a1b2c3d-x").UID("job-pod").Req(units(cpu)).Node("n1").Obj()
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: stepJob.Name, UID: stepJob.UID, Controller: ptr.To(true)}}
+	return pod
+}
+
+func TestWhatAReservationHolds(t *testing.T) {
+	wf := func(cpu string) *v1.Pod { return workflowPod("r1").Req(units(cpu)).Node("n1").Obj() }
+	stepPod := func(cpu string) *v1.Pod {
+		return st.MakePod().Namespace("arc").Name("r1-step").UID("step").Label("runner-pod", "r1").Req(units(cpu)).Node("n1").Obj()
+	}
+	tests := map[string]struct {
+		claimedBy string
+		done      bool
+		pods      []*v1.Pod
+		wantCPU   int64
+		wantPods  int64
+		wantPorts []config.HostPort
+	}{
+		"before the workflow pod: all of it, ports too": {wantCPU: 3000, wantPods: 2, wantPorts: []config.HostPort{redis}},
+		"workflow pod arrived: the step headroom":       {pods: []*v1.Pod{wf("2")}, wantCPU: 1000, wantPods: 1},
+		"claimed by the scheduler, in the snapshot":     {claimedBy: "r1-workflow", pods: []*v1.Pod{wf("2")}, wantCPU: 1000, wantPods: 1},
+		"claimed, not in this snapshot yet: no gap":     {claimedBy: "r1-workflow", wantCPU: 3000, wantPods: 2, wantPorts: []config.HostPort{redis}},
+		"a larger workflow pod eats into the headroom":  {pods: []*v1.Pod{wf("2500m")}, wantCPU: 500, wantPods: 1},
+		"a smaller workflow pod leaves the headroom":    {pods: []*v1.Pod{wf("1")}, wantCPU: 1000, wantPods: 1},
+		"a step pod (hooks v0.8) uses the headroom":     {claimedBy: "r1-workflow", pods: []*v1.Pod{wf("2"), stepPod("750m")}, wantCPU: 250},
+		"a step Job's pod (hooks v0.7.0) uses it too":   {claimedBy: "r1-workflow", pods: []*v1.Pod{wf("2"), jobStepPod("1")}},
+		"workflow pod gone: nothing":                    {claimedBy: "r1-workflow", done: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pl, _ := newTestPlugin(t, defaultArgs(), false)
+			pl.useJobs(t, stepJob)
+			r := withStep()
+			r.claimedBy, r.done = k8stypes.UID(tc.claimedBy), tc.done
+			on := pl.runnerPodsOn([]*reservation{r}, nodeInfo(threeUnits, tc.pods...), make([]runnerPods, 1))
+			got, ports := r.holds(on[0])
+			if got.MilliCPU != tc.wantCPU || got.Pods != tc.wantPods {
+				t.Errorf("holds cpu=%dm pods=%d, want cpu=%dm pods=%d", got.MilliCPU, got.Pods, tc.wantCPU, tc.wantPods)
+			}
+			if diff := cmp.Diff(tc.wantPorts, ports); diff != "" {
+				t.Errorf("held ports (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Step pods and host ports through Filter.
+func TestFilterStepsAndPorts(t *testing.T) {
+	claimed := func() *reservation { r := withStep(); r.claimedBy = "r1-workflow"; return r }
+	workflow := workflowPod("r1").Req(units("2")).Node("n1").Obj()
+	fourUnits := st.MakeNode().Name("n1").Capacity(units("4")).Obj()
+	tests := map[string]struct {
+		pod        *v1.Pod
+		res        *reservation
+		nodePods   []*v1.Pod
+		wantKind   podKind
+		wantReason string
+	}{
+		"another pod cannot take the step headroom": {
+			pod: st.MakePod().Namespace("arc").Name("p").Req(units("2")).Obj(), res: claimed(),
+			nodePods: []*v1.Pod{workflow}, wantKind: kindOther, wantReason: ErrReasonRoomReserved,
+		},
+		"a step pod (hooks v0.8, labelled) may": {
+			pod: st.MakePod().Namespace("arc").Name("s").UID("s").Label("runner-pod", "r1").Req(units("2")).Obj(), res: claimed(),
+			nodePods: []*v1.Pod{workflow}, wantKind: kindStep,
+		},
+		"a step Job's pod (hooks v0.7.0) may": {
+			pod: func() *v1.Pod { p := jobStepPod("2"); p.Spec.NodeName = ""; return p }(), res: claimed(),
+			nodePods: []*v1.Pod{workflow}, wantKind: kindStep,
+		},
+		"a second labelled pod without headroom is an ordinary pod": {
+			pod: st.MakePod().Namespace("arc").Name("s").UID("s").Label("runner-pod", "r1").Req(units("2")).Obj(),
+			res: func() *reservation {
+				r := oneUnitReservation("r1")
+				r.claimedBy = "r1-workflow"
+				return r
+			}(),
+			nodePods: []*v1.Pod{workflowPod("r1").Req(units("3")).Node("n1").Obj()}, wantKind: kindOther, wantReason: "",
+		},
+		"a pod asking for a held host port": {
+			pod: st.MakePod().Namespace("arc").Name("p").ContainerPort([]v1.ContainerPort{{ContainerPort: 6379, HostPort: 6379}}).Obj(), res: withStep(),
+			wantKind: kindOther, wantReason: ErrReasonPortReserved,
+		},
+		"a runner whose ports another reservation holds": {
+			pod: runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=100m").Annotation(HostPortsAnnotation, "6379").Obj(), res: withStep(),
+			wantKind: kindRunner, wantReason: ErrReasonPortsTaken,
+		},
+		"a runner whose ports a running pod uses": {
+			pod:      runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=100m").Annotation(HostPortsAnnotation, "6379").Obj(),
+			nodePods: []*v1.Pod{st.MakePod().Namespace("x").Name("redis").ContainerPort([]v1.ContainerPort{{ContainerPort: 6379, HostPort: 6379}}).Node("n1").Obj()},
+			wantKind: kindRunner, wantReason: ErrReasonPortsTaken,
+		},
+		"a runner with other ports": {
+			pod: runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=100m").Annotation(HostPortsAnnotation, "5432").Obj(), res: withStep(),
+			wantKind: kindRunner,
+		},
+		"the workflow pod itself uses its held port": {
+			pod: workflowPod("r1").Req(units("2")).ContainerPort([]v1.ContainerPort{{ContainerPort: 6379, HostPort: 6379}}).Obj(), res: withStep(),
+			wantKind: kindWorkflow,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			pl, _ := newTestPlugin(t, defaultArgs(), false)
+			pl.useJobs(t, stepJob)
+			if tc.res != nil {
+				pl.store.put(tc.res)
+			}
+			cs := framework.NewCycleState()
+			if _, status := pl.PreFilter(ctx, cs, tc.pod, nil); !status.IsSuccess() {
+				t.Fatalf("PreFilter: %v", status)
+			}
+			s, err := getPreFilterState(cs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.kind != tc.wantKind {
+				t.Errorf("kind = %v, want %v", s.kind, tc.wantKind)
+			}
+			status := pl.Filter(ctx, cs, tc.pod, nodeInfo(fourUnits, tc.nodePods...))
+			var got []string
+			if !status.IsSuccess() {
+				got = status.Reasons()
+			}
+			var want []string
+			if tc.wantReason != "" {
+				want = []string{tc.wantReason}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Filter reasons (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPinnedTo(t *testing.T) {
+	hostname := func(values ...string) *st.PodWrapper {
+		return st.MakePod().NodeAffinityIn(v1.LabelHostname, values, st.NodeSelectorTypeMatchExpressions)
+	}
+	tests := map[string]struct {
+		pod  *v1.Pod
+		want bool
+	}{
+		"required hostname affinity naming the node (hooks v0.7.0 kube-scheduler mode)": {pod: hostname("n1").Obj(), want: true},
+		"metadata.name field naming the node":                                           {pod: st.MakePod().NodeAffinityIn(metav1.ObjectNameField, []string{"n1"}, st.NodeSelectorTypeMatchFields).Obj(), want: true},
+		"hostname nodeSelector naming the node":                                         {pod: st.MakePod().NodeSelector(map[string]string{v1.LabelHostname: "n1"}).Obj(), want: true},
+		"hostname nodeSelector naming another node":                                     {pod: st.MakePod().NodeSelector(map[string]string{v1.LabelHostname: "n2"}).Obj()},
+		"a pool affinity (novolume template)":                                           {pod: st.MakePod().NodeAffinityIn("pool", []string{"ci"}, st.NodeSelectorTypeMatchExpressions).Obj()},
+		"hostname affinity allowing two nodes":                                          {pod: hostname("n1", "n2").Obj()},
+		"no affinity":                                                                   {pod: st.MakePod().Obj()},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := pinnedTo(tc.pod, "n1"); got != tc.want {
+				t.Errorf("pinnedTo = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHookModeOf(t *testing.T) {
+	runner := func(env map[string]string, work bool) *v1.Pod {
+		pod := runnerPod("r").Obj()
+		c := v1.Container{Name: "runner"}
+		for k, v := range env {
+			c.Env = append(c.Env, v1.EnvVar{Name: k, Value: v})
+		}
+		pod.Spec.Containers = []v1.Container{c}
+		if work {
+			pod.Spec.Volumes = []v1.Volume{{Name: "work", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}}}
+		}
+		return pod
+	}
+	tests := map[string]struct {
+		pod  *v1.Pod
+		want string
+	}{
+		"not a kubernetes-mode runner": {pod: runner(nil, false), want: ""},
+		"kubernetes":                   {pod: runner(map[string]string{HooksEnv: "/home/runner/k8s/index.js"}, true), want: "pinned with nodeName"},
+		"kubernetes, kube-scheduler":   {pod: runner(map[string]string{HooksEnv: "/home/runner/k8s/index.js", UseKubeSchedulerEnv: "true"}, true), want: "required hostname affinity"},
+		"kubernetes-novolume":          {pod: runner(map[string]string{HooksEnv: "/home/runner/k8s-novolume/index.js"}, false), want: "not pinned"},
+		"next hook, RWO":               {pod: runner(map[string]string{HooksEnv: "/home/runner/k8s/index.js", HookRWOEnv: "true"}, true), want: "RWO"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := hookModeOf(tc.pod)
+			if (tc.want == "" && got != "") || !strings.Contains(got, tc.want) {
+				t.Errorf("hookModeOf = %q, want it to say %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// useJobs gives the plugin a Job lister holding jobs.
+func (pl *WorkflowReservation) useJobs(t *testing.T, jobs ...*batchv1.Job) {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, j := range jobs {
+		if err := indexer.Add(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl.jobs = batchlisters.NewJobLister(indexer)
+}
