@@ -79,10 +79,10 @@ type Emulator struct {
 	// writes retries deletions that failed (the finalizers and the hook's
 	// cleanup are retried by ARC's reconcile loop until they go through).
 	writes *retry.Queue
-	// requests are faults to inject, run by the control loop; stopped is
-	// closed when Run returns.
-	requests chan request
-	stopped  chan struct{}
+	// requests are faults to inject, run by the control loop; started is
+	// closed when Run starts, stopped when it returns.
+	requests         chan request
+	started, stopped chan struct{}
 }
 
 type setState struct {
@@ -130,7 +130,7 @@ type runner struct {
 func NewEmulator(client kubernetes.Interface, pods corelisters.PodLister, clock Clock, exiter Exiter, seed int64, sets []*ScaleSet, timing []SetTiming, jobs []Job) *Emulator {
 	e := &Emulator{
 		client: client, pods: pods, clock: clock, exiter: exiter, Tick: 10 * time.Millisecond,
-		writes: retry.New(0), requests: make(chan request, 16), stopped: make(chan struct{}),
+		writes: retry.New(0), requests: make(chan request, 16), started: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	for i, s := range sets {
 		e.sets = append(e.sets, &setState{
@@ -146,6 +146,9 @@ func NewEmulator(client kubernetes.Interface, pods corelisters.PodLister, clock 
 // Jobs returns how many jobs the stream has.
 func (e *Emulator) Jobs() int { return len(e.jobs) }
 
+// Started is closed once Run has started: the job stream's time runs.
+func (e *Emulator) Started() <-chan struct{} { return e.started }
+
 // Ended returns how many jobs have ended so far; safe to call while Run runs.
 func (e *Emulator) Ended() int { return int(e.ended.Load()) }
 
@@ -153,6 +156,7 @@ func (e *Emulator) Ended() int { return int(e.ended.Load()) }
 // to zero and waits until the runner pods are gone. It returns the results
 // in job order (on error, those of the jobs that ended).
 func (e *Emulator) Run(ctx context.Context) ([]Result, error) {
+	close(e.started)
 	defer close(e.stopped)
 	writesCtx, stopWrites := context.WithCancel(ctx)
 	defer stopWrites()

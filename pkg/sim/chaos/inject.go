@@ -74,6 +74,11 @@ type injector struct {
 }
 
 func (in *injector) inject(ctx context.Context, plan []Fault) {
+	// Fault times count from the start of the job stream.
+	select {
+	case <-in.h.Emulator.Started():
+	case <-ctx.Done():
+	}
 	for _, f := range plan {
 		rec := FaultRecord{Kind: f.Kind, PlannedAtSeconds: f.At.Seconds()}
 		if wait := f.At - in.h.Clock.Now(); wait > 0 {
