@@ -95,6 +95,9 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	}
 
 	h.Clock = clock.New(scale)
+	go h.Clock.WatchStalls(ctx, func(d time.Duration) {
+		logger.Info("The host stalled; simulated time held", "for", d)
+	})
 	h.Factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
 	h.Kubelet = kubelet.New(client)
 	h.Checker = invariant.New(h.Clock, h.env.live(), arc.RunnerPodLabel)

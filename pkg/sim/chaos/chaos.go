@@ -245,6 +245,7 @@ func runOne(ctx context.Context, cp *controlplane.ControlPlane, sc *scenario.Sce
 		run.MakespanSeconds = simRun.MakespanSeconds
 	}
 	run.WallSeconds = float64(time.Since(started).Round(100*time.Millisecond)) / float64(time.Second)
+	run.HostStallSeconds = float64(h.Clock.Stalled().Round(100*time.Millisecond)) / float64(time.Second)
 	if opts.Progress != nil {
 		fmt.Fprintf(opts.Progress, "Run %q done in %.0fs: %d/%d jobs succeeded, %d failed by faults, %d lost; %d violations, %d leaked.\n",
 			spec.Name, run.WallSeconds, run.JobsSucceeded, run.JobsSubmitted, run.JobsFailedByFaults, run.JobsLost,

@@ -92,6 +92,9 @@ type RunReport struct {
 	LostJobs        []report.Failure `json:"lostJobs,omitempty"`
 	MakespanSeconds float64          `json:"makespanSeconds"`
 	WallSeconds     float64          `json:"wallSeconds"`
+	// HostStallSeconds is real time in which the host ran nothing of the
+	// harness (a loaded shared machine); simulated time was held meanwhile.
+	HostStallSeconds float64 `json:"hostStallSeconds"`
 	// Error is what stopped the run early, if anything did.
 	Error string `json:"error,omitempty"`
 }
