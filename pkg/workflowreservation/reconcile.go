@@ -147,8 +147,9 @@ func (pl *WorkflowReservation) markDone(r reservation, uid types.UID) bool {
 }
 
 // recoverUnrecorded holds room for runners of tandem profiles that are bound
-// without a record (bound by another bind plugin, or a record lost): they
-// are sized from their sources again, as when they were scheduled.
+// without a valid record (bound by another bind plugin, a record lost, or
+// one written by an older build without runnerUID): they are sized from
+// their sources again, as when they were scheduled.
 func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 	pods, err := pl.pods.List(labels.Everything())
 	if err != nil {
@@ -159,8 +160,16 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 		if pod.Spec.NodeName == "" || isTerminal(pod) || pod.DeletionTimestamp != nil || !pl.trusted(pod) {
 			continue
 		}
-		if _, recorded := pod.Annotations[ReservationAnnotation]; recorded || pl.sh.wasReleased(pod.UID) {
+		if pl.sh.wasReleased(pod.UID) {
 			continue
+		}
+		if _, recorded := pod.Annotations[ReservationAnnotation]; recorded {
+			// A valid record is the handlers' to rebuild; an invalid one
+			// (another pod's, or one of an older build without runnerUID)
+			// holds nothing, and the runner is sized again below.
+			if r, err := reservationFromPod(pod); err == nil && r != nil {
+				continue
+			}
 		}
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 		if r, ok := pl.store.get(key); ok && r.runnerUID == pod.UID {
