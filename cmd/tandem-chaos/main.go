@@ -50,6 +50,7 @@ func main() {
 	// The harness's own log (job outcomes at -v=2) goes next to the report.
 	if f := flag.Lookup("log_file"); f != nil && f.Value.String() == "" {
 		_ = os.MkdirAll(*out, 0o755)
+		_ = os.Remove(filepath.Join(*out, "sim.log")) // klog appends
 		_ = flag.Set("log_file", filepath.Join(*out, "sim.log"))
 		if v := flag.Lookup("v"); v != nil && v.Value.String() == "0" {
 			_ = flag.Set("v", "2")
