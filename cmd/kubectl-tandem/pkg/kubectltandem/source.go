@@ -99,12 +99,14 @@ func (AnnotationSource) Reservations(s *Snapshot) []Reservation {
 			HostPorts: rec.HostPorts, Source: rec.Source, StaleWorkflowPods: rec.StaleWorkflowPods,
 			Since: scheduledSince(pod),
 		}
-		switch {
-		case err != nil:
-			r.Phase, r.Invalid = PhaseInvalid, "unreadable: "+err.Error()
-		case s.rules.invalid(pod, rec) != "":
-			r.Phase, r.Invalid = PhaseInvalid, s.rules.invalid(pod, rec)
-		default:
+		if err != nil {
+			r.Invalid = "unreadable: " + err.Error()
+		} else {
+			r.Invalid = s.rules.invalid(pod, rec)
+		}
+		if r.Invalid != "" {
+			r.Phase = PhaseInvalid
+		} else {
 			u := holds(rec, pod, s.runnerPods(runnerKey(pod)))
 			r.Phase, r.Holds, r.HeldPorts, r.WorkflowPod = u.phase, u.holds, u.ports, u.workflowPod
 		}
