@@ -165,7 +165,11 @@ func (o *options) reservationsCommand() *cobra.Command {
 			o.warn(s)
 			for _, r := range rs {
 				if r.Phase == PhaseInvalid {
-					fmt.Fprintf(o.streams.ErrOut, "Warning: the reservation recorded on %s holds nothing: %s\n", r.key(), r.Invalid)
+					note := ""
+					if r.Resized {
+						note = "; " + resizedNote
+					}
+					fmt.Fprintf(o.streams.ErrOut, "Warning: the reservation recorded on %s holds nothing: %s%s\n", r.key(), r.Invalid, note)
 				}
 			}
 			if len(rs) == 0 && p.format != "json" && p.format != "yaml" {

@@ -39,7 +39,7 @@ var tandemReasons = map[string]string{
 	"WorkflowReservationReleased":    "the room was given back unclaimed (runner gone, node gone, or the workflow pod ran elsewhere)",
 	"InvalidWorkflowSize":            "a size source is broken; tandem used the next one",
 	"WorkflowSizeUnknown":            "no source gave a size: the runner was placed without a reservation",
-	"InvalidReservation":             "the runner's recorded reservation could not be used; it holds nothing",
+	"InvalidReservation":             "the runner's recorded reservation could not be used and holds nothing (the reconciler sizes a runner of a tandem profile again)",
 	"IncompleteHookTemplate":         "the hook template has no $job container: only its other containers are reserved",
 	"WorkflowRequestsIgnored":        "the pod carries the sizing annotation but is not a runner",
 	"NoWorkflowReservation":          "the workflow pod claims nothing and is scheduled as an ordinary pod",

@@ -25,6 +25,7 @@ func TestExplainVerdict(t *testing.T) {
 		nodes    []*v1.Node
 		pods     []*v1.Pod
 		pod      *v1.Pod
+		events   []Event
 		wantKind PodKind
 		want     string
 	}{
@@ -89,7 +90,16 @@ func TestExplainVerdict(t *testing.T) {
 		"bound runner without a record": {
 			pod:      makePod("arc", "r3").runner().node("n2").obj(),
 			wantKind: KindRunner,
-			want:     "bound to node n2 without a recorded reservation: tandem reserved nothing for its workflow pod (see its events: WorkflowSizeUnknown, WorkflowReservationNotRecorded)",
+			want: "bound to node n2 without a recorded reservation: tandem reserved nothing when it bound it (see its events: WorkflowSizeUnknown, WorkflowReservationNotRecorded); " +
+				"tandem's reconciler sizes such a runner again from its sources and holds that room in its memory only (its WorkflowReservationRepaired event says how much), which kubectl-tandem does not count",
+		},
+		"bound runner with a copied record, repaired by the reconciler": {
+			pod:      makePod("arc", "r3").runner().node("n2").record(Record{Node: "n2", Requests: rl("cpu=1"), RunnerUID: "another"}).obj(),
+			events:   []Event{{Reason: "WorkflowReservationRepaired", Note: "Bound without a recorded reservation: holding cpu=1 on node n2 for its workflow pod from now on (size from default)"}},
+			wantKind: KindRunner,
+			want: `bound to node n2; its recorded reservation holds nothing (recorded for pod UID "another", not this pod (r3-uid)): ` +
+				`tandem's reconciler repaired it: "Bound without a recorded reservation: holding cpu=1 on node n2 for its workflow pod from now on (size from default)"; ` +
+				"that room lives in the scheduler's memory only, and kubectl-tandem does not count it",
 		},
 		"workflow pod bigger than its reservation and the node's free room": {
 			pod:      makePod("arc", "r1-workflow").workflowOf("r1").req(rl("cpu=4")).nodeSelector(v1.LabelHostname, "n1").obj(),
@@ -138,7 +148,7 @@ func TestExplainVerdict(t *testing.T) {
 				pods = append(pods, tc.pod)
 			}
 			s := snapshot(ns, pods, nil)
-			e := explain(klog.Background(), s, AnnotationSource{}.Reservations(s), tc.pod, nil)
+			e := explain(klog.Background(), s, AnnotationSource{}.Reservations(s), tc.pod, tc.events)
 			if diff := cmp.Diff(tc.wantKind, e.Kind); diff != "" {
 				t.Errorf("kind (-want,+got):\n%s", diff)
 			}

@@ -55,6 +55,11 @@ type Reservation struct {
 	Since time.Time `json:"since"`
 	// Invalid says why the record holds nothing (PhaseInvalid).
 	Invalid string `json:"invalid,omitempty"`
+	// Resized is set on an invalid record of a bound runner of a tandem
+	// profile: tandem's reconciler sizes such a runner again from its
+	// sources and holds that room in the scheduler's memory only (event
+	// WorkflowReservationRepaired), which kubectl-tandem cannot count.
+	Resized bool `json:"resized,omitempty"`
 	// Holders are pods that hold the room on the node themselves: their
 	// requests count as reserved, not as requested. None for records on
 	// runner pods; a placeholder pod of issue 9's mode would be one.
@@ -106,6 +111,7 @@ func (AnnotationSource) Reservations(s *Snapshot) []Reservation {
 		}
 		if r.Invalid != "" {
 			r.Phase = PhaseInvalid
+			r.Resized = s.rules.isRunner(pod) && s.rules.isTandem(pod) && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil
 		} else {
 			u := holds(rec, pod, s.runnerPods(runnerKey(pod)))
 			r.Phase, r.Holds, r.HeldPorts, r.WorkflowPod = u.phase, u.holds, u.ports, u.workflowPod
@@ -117,6 +123,11 @@ func (AnnotationSource) Reservations(s *Snapshot) []Reservation {
 	}
 	return out
 }
+
+// resizedNote says what tandem does with a runner whose record is invalid,
+// or that is bound without one.
+const resizedNote = "tandem's reconciler sizes such a runner again from its sources and holds that room in its memory only " +
+	"(its WorkflowReservationRepaired event says how much), which kubectl-tandem does not count"
 
 func runnerKey(pod *v1.Pod) types.NamespacedName {
 	return types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}

@@ -136,9 +136,9 @@ func TestAnnotationSource(t *testing.T) {
 		"a record copied from another pod holds nothing": {
 			pods: []*v1.Pod{makePod("arc", "r1").runner().node("n1").record(Record{Node: "n1", Requests: rl("cpu=1"), RunnerUID: "other"}).obj()},
 			want: []Reservation{{Namespace: "arc", Runner: "r1", RunnerUID: "other", Node: "n1", Requests: rl("cpu=1"), Phase: PhaseInvalid,
-				Invalid: `recorded for pod UID "other", not this pod (r1-uid)`, Since: since}},
+				Invalid: `recorded for pod UID "other", not this pod (r1-uid)`, Resized: true, Since: since}},
 		},
-		"a record on a pod of another scheduler holds nothing": {
+		"a record on a pod of another scheduler holds nothing, and tandem sizes nothing for it": {
 			pods: []*v1.Pod{makePod("arc", "r1").runner().scheduler("default-scheduler").node("n1").record(rec).obj()},
 			want: []Reservation{{Namespace: "arc", Runner: "r1", RunnerUID: "r1-uid", Node: "n1", Requests: rl("cpu=1,pods=1"), Source: "hook-template", Phase: PhaseInvalid,
 				Invalid: `the pod's scheduler "default-scheduler" is not tandem (--scheduler-name)`, Since: since}},
@@ -146,7 +146,7 @@ func TestAnnotationSource(t *testing.T) {
 		"an unreadable record": {
 			pods: []*v1.Pod{makePod("arc", "r1").runner().node("n1").annotate(ReservationAnnotation, "{").obj()},
 			want: []Reservation{{Namespace: "arc", Runner: "r1", Phase: PhaseInvalid,
-				Invalid: "unreadable: annotation tandem.dev/reservation: unexpected end of JSON input", Since: since}},
+				Invalid: "unreadable: annotation tandem.dev/reservation: unexpected end of JSON input", Resized: true, Since: since}},
 		},
 	}
 	for name, tc := range testCases {

@@ -171,7 +171,9 @@ func (e *Explanation) boundVerdict(s *Snapshot, pod *v1.Pod) string {
 		case r == nil && !s.rules.isTandem(pod):
 			return fmt.Sprintf("bound to node %s by %q, not tandem: nothing is reserved for its workflow pod", pod.Spec.NodeName, pod.Spec.SchedulerName)
 		case r == nil:
-			return fmt.Sprintf("bound to node %s without a recorded reservation: tandem reserved nothing for its workflow pod (see its events: WorkflowSizeUnknown, WorkflowReservationNotRecorded)", pod.Spec.NodeName)
+			return fmt.Sprintf("bound to node %s without a recorded reservation: %s", pod.Spec.NodeName, e.resized("tandem reserved nothing when it bound it (see its events: WorkflowSizeUnknown, WorkflowReservationNotRecorded)"))
+		case r.Phase == PhaseInvalid && r.Resized:
+			return fmt.Sprintf("bound to node %s; its recorded reservation holds nothing (%s): %s", pod.Spec.NodeName, r.Invalid, e.resized(""))
 		case r.Phase == PhaseInvalid:
 			return fmt.Sprintf("bound to node %s; its recorded reservation holds nothing: %s", pod.Spec.NodeName, r.Invalid)
 		case r.Phase == PhaseHeld:
@@ -200,6 +202,22 @@ func (e *Explanation) boundVerdict(s *Snapshot, pod *v1.Pod) string {
 		}
 	}
 	return fmt.Sprintf("bound to node %s", pod.Spec.NodeName)
+}
+
+// resized says what tandem's reconciler holds for a bound runner of a
+// tandem profile without a valid record: what its latest repair event
+// says, else that it would size the runner again (before says what
+// happened before that, if anything).
+func (e *Explanation) resized(before string) string {
+	for i := len(e.Events) - 1; i >= 0; i-- {
+		if ev := e.Events[i]; ev.Reason == "WorkflowReservationRepaired" {
+			return fmt.Sprintf("tandem's reconciler repaired it: %q; that room lives in the scheduler's memory only, and kubectl-tandem does not count it", ev.Note)
+		}
+	}
+	if before != "" {
+		return before + "; " + resizedNote
+	}
+	return resizedNote
 }
 
 // earlier reports whether pod, labelled with its runner's name, belongs to
