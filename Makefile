@@ -28,6 +28,11 @@ kubectl-tandem:
 control-plane:
 	hack/build-control-plane.sh
 
+## karpenter: Karpenter's KWOK cloud provider (v1.13.0, its own module) into bin/karpenter-kwok, its CRDs into bin/karpenter-crds/ (cold: ~1.5 min of CPU, then seconds)
+.PHONY: karpenter
+karpenter:
+	hack/build-karpenter.sh
+
 ## demo: the simulator's seed scenario, default kube-scheduler vs tandem, on a local control plane
 .PHONY: demo
 demo: control-plane
