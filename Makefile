@@ -52,12 +52,12 @@ CHAOS_ARGS ?=
 chaos: control-plane build
 	$(GO) run ./cmd/tandem-chaos --jobs $(CHAOS_JOBS) --seed $(CHAOS_SEED) --out _output/chaos $(CHAOS_ARGS)
 
-## test: unit and integration tests (integration tests run real etcd + kube-apiserver); the plugin's unit tests also with -race
+## test: unit and integration tests (integration tests run real etcd + kube-apiserver); the plugin's unit tests also with -race; not test/autoscale (make test-autoscale)
 .PHONY: test
 test: control-plane build verify test-tools test-kubectl-tandem
 	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/leadership/...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./pkg/workflowreservation/
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/test/autoscale$$')
 
 ## fuzz: every fuzz target (parsers of user input) for FUZZTIME each; `make test` runs their seed corpus
 FUZZTIME ?= 30s
@@ -69,6 +69,11 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+## test-autoscale: the real Karpenter (KWOK provider) on a local control plane with the kubelet emulator (test/autoscale, ~45 s); not in make test: a cold Karpenter build takes minutes
+.PHONY: test-autoscale
+test-autoscale: control-plane karpenter
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/autoscale/
 
 ## test-unit: unit tests only
 .PHONY: test-unit
