@@ -149,11 +149,12 @@ func TestScaleUpAndDown(t *testing.T) {
 	}
 }
 
-// TestTandemMarksKarpenterLaunches is the loop without help: tandem itself
-// marks a pod that fits no node Unschedulable, Karpenter launches the
+// TestTandemMarksKarpenterLaunchesAndDrains is the loop without help: tandem
+// itself marks a pod that fits no node Unschedulable, Karpenter launches the
 // cheapest allowed size that fits (8 CPUs for 6), and tandem binds the pod
-// once the node is Ready.
-func TestTandemMarksKarpenterLaunches(t *testing.T) {
+// once the node is Ready. Then the NodeClaim is deleted with the pod
+// running: Karpenter drains and removes the node.
+func TestTandemMarksKarpenterLaunchesAndDrains(t *testing.T) {
 	ctx := t.Context()
 	const ns = "tandem-marks"
 	if err := controlplane.EnsureNamespace(ctx, client, ns); err != nil {
@@ -189,12 +190,28 @@ func TestTandemMarksKarpenterLaunches(t *testing.T) {
 		return true, nil
 	})
 	t.Logf("pod created -> bound by tandem on a new node: %v", bound.Sub(created).Round(10*time.Millisecond))
+	poll(t, "the kubelet emulator runs pod wide", 10*time.Second, func() (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, "wide", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == v1.PodRunning, err
+	})
 
-	zero := int64(0)
-	if err := client.CoreV1().Pods(ns).Delete(ctx, "wide", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	// Deleting the NodeClaim (what `kubectl delete nodeclaim` does) makes
+	// Karpenter drain the node: it evicts the running pod through the
+	// Eviction API, the kubelet emulator confirms the pod's deletion, and
+	// Karpenter's finalizers on the Node and the NodeClaim complete.
+	if err := dyn.Resource(karpenter.NodeClaimGVR).Delete(ctx, claim.GetName(), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	drained := time.Now()
+	poll(t, "Karpenter evicts pod wide", time.Minute, func() (bool, error) {
+		_, err := client.CoreV1().Pods(ns).Get(ctx, "wide", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), ignoreFound(err)
+	})
 	removed(t, claim, node)
+	t.Logf("NodeClaim deleted -> pod evicted, node and NodeClaim gone: %v", time.Since(drained).Round(10*time.Millisecond))
+	if n := countReason(t, ns, "wide", "Evicted"); n == 0 {
+		t.Errorf("pod wide has no Evicted event, want Karpenter's eviction")
+	}
 }
 
 // launched waits for a NodeClaim that w has not seen before, then for its
@@ -338,13 +355,19 @@ func eventNote(t *testing.T, ns, pod, reason string) string {
 
 func countEvents(t *testing.T, ns, pod string) int {
 	t.Helper()
+	return countReason(t, ns, pod, "")
+}
+
+// countReason counts the events on the named pod with reason (any if empty).
+func countReason(t *testing.T, ns, pod, reason string) int {
+	t.Helper()
 	list, err := client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, ev := range list.Items {
-		if ev.InvolvedObject.Name == pod {
+		if ev.InvolvedObject.Name == pod && (reason == "" || ev.Reason == reason) {
 			n++
 		}
 	}
