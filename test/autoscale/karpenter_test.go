@@ -85,6 +85,11 @@ func TestScaleUpAndDown(t *testing.T) {
 	if got := node.Status.Allocatable[v1.ResourceCPU]; got.Cmp(resource.MustParse("3900m")) != 0 {
 		t.Errorf("node allocatable cpu = %s, want 3900m (as Karpenter set it)", got.String())
 	}
+	// KWOK sets the hostname label to the NodeClaim's name, not the node's:
+	// a hostname affinity built from a node name matches no KWOK node.
+	if got := node.Labels[v1.LabelHostname]; got != claim.GetName() || got == node.Name {
+		t.Errorf("node %s label %s = %q, want the NodeClaim's name %q (KWOK's labelling)", node.Name, v1.LabelHostname, got, claim.GetName())
+	}
 	for _, taint := range node.Spec.Taints {
 		if taint.Key == "karpenter.sh/unregistered" {
 			t.Errorf("node still has taint %v after initialization", taint)
