@@ -27,9 +27,10 @@ const NodeLeaseNamespace = v1.NamespaceNodeLease
 const leaseDurationSeconds = 40
 
 // AdoptNodes makes the kubelet also register, as a real kubelet would, every
-// Node that match selects and that nobody reports on: Nodes created without
-// a kubelet behind them, such as those Karpenter's KWOK cloud provider
-// launches (phase Pending, no conditions). For each it writes the Ready
+// Node that match selects. It is meant for Nodes created without a kubelet
+// behind them, such as those Karpenter's KWOK cloud provider launches (phase
+// Pending, no conditions); match must not select Nodes that something else
+// reports on (the simulator's own, created Ready). For each it writes the Ready
 // condition (and MemoryPressure, DiskPressure, PIDPressure False, phase
 // Running) through the status subresource, keeps capacity and allocatable as
 // their creator set them, and renews a Lease in kube-node-lease (owned by the
