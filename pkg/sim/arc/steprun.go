@@ -131,8 +131,8 @@ func (e *Emulator) stepDone(j *jobRun, now time.Duration) {
 }
 
 // startStep is run_container_step creating the step's Job (and the Job
-// controller its pod) or bare pod. Its API calls are not retried: one
-// that fails fails the job, as for prepare_job.
+// controller its pod) or bare pod. Its API calls are not retried: a
+// failed call fails the job, as for prepare_job.
 func (e *Emulator) startStep(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration) {
 	j := r.job
 	step := j.job.Steps[j.next]
