@@ -31,10 +31,15 @@ type Scenario struct {
 	// provisioned: hostname (node-local disks, local-path; the default) or
 	// zone (zonal disks: EBS gp3, GKE standard-rwo; nodes need a
 	// topology.kubernetes.io/zone label).
-	StorageTopology string     `json:"storageTopology,omitempty"`
-	Nodes           []NodePool `json:"nodes"`
-	ScaleSets       []ScaleSet `json:"scaleSets"`
-	Jobs            Jobs       `json:"jobs"`
+	StorageTopology string `json:"storageTopology,omitempty"`
+	// NoWorkflowPodGrace is tandem's noWorkflowPodGrace in simulated time
+	// (default the plugin's, 2m): how long a runner whose job started waits
+	// for its workflow pod before its reservation of a job without a
+	// container is released.
+	NoWorkflowPodGrace metav1.Duration `json:"noWorkflowPodGrace,omitempty"`
+	Nodes              []NodePool      `json:"nodes"`
+	ScaleSets          []ScaleSet      `json:"scaleSets"`
+	Jobs               Jobs            `json:"jobs"`
 	// Chaos is what `make chaos` injects; other tools ignore it.
 	Chaos *Chaos `json:"chaos,omitempty"`
 }
@@ -152,6 +157,9 @@ func (s *Scenario) validate() error {
 	var errs []error
 	if s.Name == "" {
 		errs = append(errs, errors.New("name is required"))
+	}
+	if s.NoWorkflowPodGrace.Duration < 0 {
+		errs = append(errs, errors.New("noWorkflowPodGrace must not be negative"))
 	}
 	if s.TimeScale < 0 {
 		errs = append(errs, errors.New("timeScale must not be negative"))
