@@ -54,6 +54,8 @@ type Result struct {
 	Succeeded bool
 	Reason    string
 	Message   string
+	// InStep: the job failed in one of its container steps.
+	InStep bool
 }
 
 // SetTiming is the emulated delays of a scale set.

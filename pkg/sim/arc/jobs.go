@@ -38,6 +38,8 @@ type jobRun struct {
 	step  *stepRun
 	next  int
 	shift time.Duration
+	// stepFailed: the job failed in a container step.
+	stepFailed bool
 }
 
 // advance moves a busy runner's job along: the hook creates the workflow pod
@@ -143,7 +145,7 @@ func (e *Emulator) prepareJob(ctx context.Context, s *setState, r *runner, runne
 func (e *Emulator) record(ctx context.Context, r *runner, runnerPod *v1.Pod, now time.Duration, ok bool, reason, message string) {
 	j := r.job
 	e.abandonStep(ctx, j, false)
-	res := Result{Job: j.job, Runner: r.name, Node: j.node, Ended: now, Succeeded: ok, Reason: reason, Message: message}
+	res := Result{Job: j.job, Runner: r.name, Node: j.node, Ended: now, Succeeded: ok, Reason: reason, Message: message, InStep: j.stepFailed}
 	if res.Node == "" && runnerPod != nil {
 		res.Node = runnerPod.Spec.NodeName
 	}

@@ -68,7 +68,7 @@ func (e *Emulator) runStep(ctx context.Context, s *setState, r *runner, runnerPo
 		st.seen = true
 	case st.seen:
 		j.step = nil
-		e.finish(ctx, s, r, runnerPod, now, false, ReasonStepPodGone, fmt.Sprintf("step pod %s disappeared", st.pod))
+		e.failStep(ctx, s, r, runnerPod, now, ReasonStepPodGone, fmt.Sprintf("step pod %s disappeared", st.pod))
 		return
 	default:
 		pod = &v1.Pod{Status: v1.PodStatus{Phase: v1.PodPending}}
@@ -80,7 +80,7 @@ func (e *Emulator) runStep(ctx context.Context, s *setState, r *runner, runnerPo
 			timeout = PrepareJobTimeout(runnerPod)
 		}
 		if now-st.created >= timeout {
-			e.finish(ctx, s, r, runnerPod, now, false, ReasonStepTimeout, fmt.Sprintf("step pod %s stayed Pending: %s", st.pod, schedulingMessage(pod)))
+			e.failStep(ctx, s, r, runnerPod, now, ReasonStepTimeout, fmt.Sprintf("step pod %s stayed Pending: %s", st.pod, schedulingMessage(pod)))
 		}
 	case v1.PodRunning:
 		if !st.running {
@@ -117,7 +117,7 @@ func (e *Emulator) runStep(ctx context.Context, s *setState, r *runner, runnerPo
 		if msg == "" {
 			msg = fmt.Sprintf("step pod %s failed", st.pod)
 		}
-		e.finish(ctx, s, r, runnerPod, now, false, reason, msg)
+		e.failStep(ctx, s, r, runnerPod, now, reason, msg)
 	}
 }
 
@@ -142,12 +142,12 @@ func (e *Emulator) startStep(ctx context.Context, s *setState, r *runner, runner
 	if mode.stepJobs() {
 		job, err := StepJob(runnerPod, mode, s.set.HookTemplate, step, name)
 		if err != nil {
-			e.finish(ctx, s, r, runnerPod, now, false, ReasonHookError, err.Error())
+			e.failStep(ctx, s, r, runnerPod, now, ReasonHookError, err.Error())
 			return
 		}
 		created, err := e.client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
 		if err != nil {
-			e.finish(ctx, s, r, runnerPod, now, false, hookErrorReason(err), "creating the step Job: "+err.Error())
+			e.failStep(ctx, s, r, runnerPod, now, hookErrorReason(err), "creating the step Job: "+err.Error())
 			return
 		}
 		st.job, st.jobUID = created.Name, created.UID
@@ -157,12 +157,12 @@ func (e *Emulator) startStep(ctx context.Context, s *setState, r *runner, runner
 	}
 	pod, err := StepPod(runnerPod, mode, s.set.HookTemplate, step, name)
 	if err != nil {
-		e.finish(ctx, s, r, runnerPod, now, false, ReasonHookError, err.Error())
+		e.failStep(ctx, s, r, runnerPod, now, ReasonHookError, err.Error())
 		return
 	}
 	created, err := e.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		e.finish(ctx, s, r, runnerPod, now, false, hookErrorReason(err), "creating the step pod: "+err.Error())
+		e.failStep(ctx, s, r, runnerPod, now, hookErrorReason(err), "creating the step pod: "+err.Error())
 		return
 	}
 	st.pod, st.podUID = created.Name, created.UID
@@ -317,4 +317,11 @@ func schedulingMessage(pod *v1.Pod) string {
 		}
 	}
 	return "not scheduled"
+}
+
+// failStep fails the job in its container step: the result says so
+// (Result.InStep).
+func (e *Emulator) failStep(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration, reason, message string) {
+	r.job.stepFailed = true
+	e.finish(ctx, s, r, runnerPod, now, false, reason, message)
 }
