@@ -34,6 +34,14 @@ demo-small: control-plane
 	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/small-seed.yaml --out _output/demo-small/seed
 	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/small-burst.yaml --out _output/demo-small/burst
 
+CHAOS_JOBS ?= 500
+CHAOS_SEED ?= 1
+CHAOS_ARGS ?=
+## chaos: the chaos scenario (test/scenarios/chaos.yaml) against the tandem-scheduler binary: SIGKILLs, leader kills, an apiserver restart, runner failures, node deletions; _output/chaos/report.json (CHAOS_JOBS, CHAOS_SEED, CHAOS_ARGS)
+.PHONY: chaos
+chaos: control-plane build
+	$(GO) run ./cmd/tandem-chaos --jobs $(CHAOS_JOBS) --seed $(CHAOS_SEED) --out _output/chaos $(CHAOS_ARGS)
+
 ## test: unit and integration tests (integration tests run real etcd + kube-apiserver); the plugin's unit tests also with -race
 .PHONY: test
 test: control-plane build verify test-tools

@@ -336,6 +336,40 @@ func (cp *ControlPlane) Etcd() *Process { return cp.etcd }
 // APIServer returns the kube-apiserver process (PID, log path).
 func (cp *ControlPlane) APIServer() *Process { return cp.apiServer }
 
+// RestartAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after grace)
+// and starts it again on the same port with the same token, certificates and
+// etcd, whose data is kept: clients built from RESTConfig keep working once
+// it is ready again, and informers resume after their reflectors reconnect.
+// It returns when the new apiserver's /readyz is ok.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context, grace time.Duration) error {
+	if cp.stopped {
+		return errors.New("control plane is stopped")
+	}
+	if cp.apiServer != nil {
+		if err := cp.apiServer.Stop(grace); err != nil {
+			return fmt.Errorf("stopping kube-apiserver: %w", err)
+		}
+	}
+	// The port was ours a moment ago; another process may take it meanwhile,
+	// so retry a few times rather than move (clients know the old URL).
+	var err error
+	for attempt := 1; attempt <= 5; attempt++ {
+		if err = cp.startAPIServer(ctx); err == nil || !errors.Is(err, errPortInUse) {
+			break
+		}
+		_ = cp.apiServer.Stop(0)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("restarting kube-apiserver: %w", err)
+	}
+	return nil
+}
+
 // Stop stops the apiserver, then etcd (SIGTERM to the process group, SIGKILL
 // after the grace period) and waits for both to exit. It removes the
 // directory if Start created it. Calling Stop again is a no-op.

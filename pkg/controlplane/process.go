@@ -141,6 +141,34 @@ func (p *Process) Stop(grace time.Duration) error {
 	return nil
 }
 
+// Kill sends SIGKILL to the process group at once, without the SIGTERM that
+// Stop sends first (so the process gets no chance to clean up, as when a
+// node or container runtime kills it), and waits for the process to exit. It
+// removes the PID file.
+func (p *Process) Kill() error {
+	if p.Running() {
+		_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, p.PID)
+		}
+	}
+	if err := os.Remove(p.PIDFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// ExitError returns how the process ended (nil for exit status 0) once
+// Done is closed; nil while it runs.
+func (p *Process) ExitError() error {
+	if p.Running() {
+		return nil
+	}
+	return p.waitErr
+}
+
 // exitError describes the exit of a process that should still be running.
 func (p *Process) exitError() error {
 	return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", p.Name, p.waitErr, p.LogPath, LogTail(p.LogPath, 20))

@@ -3,6 +3,7 @@ package inprocess
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
@@ -25,13 +26,28 @@ type Profile struct {
 	// BackoffSeconds sets podInitialBackoffSeconds and podMaxBackoffSeconds
 	// when not zero.
 	BackoffSeconds int
+	// LeaderElection turns kube-scheduler's leader election on, on the
+	// Lease it names; nil keeps it off.
+	LeaderElection *LeaderElection
+}
+
+// LeaderElection is kube-scheduler's leader election on a Lease, for
+// replicas that fail over to each other.
+type LeaderElection struct {
+	// ResourceName and ResourceNamespace name the Lease; the shipped profile
+	// uses tandem-scheduler in kube-system.
+	ResourceName, ResourceNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod; zero keeps
+	// kube-scheduler's defaults (15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
 // Config renders p as a KubeSchedulerConfiguration for Start. With Tandem
 // and no Args or Scoring it is manifests/scheduler-config.yaml except for
 // what TestConfigMatchesShipped lists as the only differences:
-//   - leader election is off: one scheduler per run, which a test may stop
-//     and start again at once, without waiting for a lease;
+//   - leader election is off unless LeaderElection is set: one scheduler
+//     per run, which a test may stop and start again at once, without
+//     waiting for a lease;
 //   - no defaultWorkflowRequests or defaultStepRequests: every test and
 //     scenario states its runners' sizes, so a reservation never comes from
 //     a default nobody asked for.
@@ -41,7 +57,20 @@ func Config(p Profile) string {
 		scoring = "LeastAllocated"
 	}
 	var b strings.Builder
-	b.WriteString("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\n")
+	b.WriteString("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n")
+	if le := p.LeaderElection; le != nil {
+		fmt.Fprintf(&b, "  leaderElect: true\n  resourceName: %s\n  resourceNamespace: %s\n", le.ResourceName, le.ResourceNamespace)
+		for _, d := range []struct {
+			key   string
+			value time.Duration
+		}{{"leaseDuration", le.LeaseDuration}, {"renewDeadline", le.RenewDeadline}, {"retryPeriod", le.RetryPeriod}} {
+			if d.value > 0 {
+				fmt.Fprintf(&b, "  %s: %s\n", d.key, d.value)
+			}
+		}
+	} else {
+		b.WriteString("  leaderElect: false\n")
+	}
 	if p.BackoffSeconds > 0 {
 		fmt.Fprintf(&b, "podInitialBackoffSeconds: %d\npodMaxBackoffSeconds: %d\n", p.BackoffSeconds, p.BackoffSeconds)
 	}

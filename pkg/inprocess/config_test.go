@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -48,4 +51,61 @@ func TestConfigMatchesShipped(t *testing.T) {
 	if diff := cmp.Diff(shipped, ours); diff != "" {
 		t.Errorf("in-process config differs from manifests/scheduler-config.yaml beyond the documented differences (-shipped,+in-process):\n%s", diff)
 	}
+}
+
+// With LeaderElection the config elects a leader on the given Lease with the
+// given timings, and is otherwise the same as without it.
+func TestConfigLeaderElection(t *testing.T) {
+	le := &LeaderElection{ResourceName: "tandem-chaos", ResourceNamespace: "kube-system",
+		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}
+	tests := map[string]struct {
+		le   *LeaderElection
+		want componentbaseconfig.LeaderElectionConfiguration
+	}{
+		"off": {},
+		"on, short lease": {
+			le: le,
+			want: componentbaseconfig.LeaderElectionConfiguration{
+				LeaderElect: true, ResourceLock: "leases", ResourceName: "tandem-chaos", ResourceNamespace: "kube-system",
+				LeaseDuration: metav1.Duration{Duration: 4 * time.Second}, RenewDeadline: metav1.Duration{Duration: 3 * time.Second},
+				RetryPeriod: metav1.Duration{Duration: time.Second},
+			},
+		},
+		"on, default timings": {
+			le: &LeaderElection{ResourceName: "tandem-scheduler", ResourceNamespace: "kube-system"},
+			want: componentbaseconfig.LeaderElectionConfiguration{
+				LeaderElect: true, ResourceLock: "leases", ResourceName: "tandem-scheduler", ResourceNamespace: "kube-system",
+				LeaseDuration: metav1.Duration{Duration: 15 * time.Second}, RenewDeadline: metav1.Duration{Duration: 10 * time.Second},
+				RetryPeriod: metav1.Duration{Duration: 2 * time.Second},
+			},
+		},
+	}
+	without := loadString(t, Config(Profile{SchedulerName: "tandem-scheduler", Tandem: true}))
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := loadString(t, Config(Profile{SchedulerName: "tandem-scheduler", Tandem: true, LeaderElection: tc.le}))
+			if tc.le == nil {
+				if got.LeaderElection.LeaderElect {
+					t.Errorf("leader election on without LeaderElection")
+				}
+				return
+			}
+			if diff := cmp.Diff(tc.want, got.LeaderElection); diff != "" {
+				t.Errorf("leaderElection (-want,+got):\n%s", diff)
+			}
+			got.LeaderElection = without.LeaderElection
+			if diff := cmp.Diff(without, got); diff != "" {
+				t.Errorf("config differs beyond leaderElection (-without,+with):\n%s", diff)
+			}
+		})
+	}
+}
+
+func loadString(t *testing.T, config string) *schedconfig.KubeSchedulerConfiguration {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return load(t, file)
 }

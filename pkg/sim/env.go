@@ -3,6 +3,9 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,10 +23,23 @@ import (
 
 // environment is one run's namespace and nodes.
 type environment struct {
-	client      kubernetes.Interface
-	ns          string
-	nodes       []string
-	allocatable map[string]v1.ResourceList
+	client kubernetes.Interface
+	ns     string
+
+	mu sync.Mutex
+	// nodes holds the live nodes' allocatable, all every node's of the run.
+	nodes, all map[string]v1.ResourceList
+	// pool is each node's pool; next the next index to name a pool's node.
+	pool map[string]*scenario.NodePool
+	next map[string]int
+}
+
+func newEnvironment(client kubernetes.Interface, ns string) *environment {
+	return &environment{
+		client: client, ns: ns,
+		nodes: map[string]v1.ResourceList{}, all: map[string]v1.ResourceList{},
+		pool: map[string]*scenario.NodePool{}, next: map[string]int{},
+	}
 }
 
 // setUp creates the namespace, the StorageClass and the scenario's nodes.
@@ -34,25 +50,89 @@ func (e *environment) setUp(ctx context.Context, sc *scenario.Scenario) error {
 	if _, err := e.client.StorageV1().StorageClasses().Create(ctx, storage.StorageClass(StorageClassName), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating StorageClass: %w", err)
 	}
-	e.allocatable = map[string]v1.ResourceList{}
-	for _, pool := range sc.Nodes {
-		for i := 1; i <= pool.Count; i++ {
-			name := fmt.Sprintf("%s-%d", pool.Name, i)
-			node, err := controlplane.CreateNode(ctx, e.client, name, pool.Capacity, pool.Labels)
-			if err != nil {
+	for i := range sc.Nodes {
+		pool := &sc.Nodes[i]
+		for range pool.Count {
+			if _, _, err := e.addNode(ctx, pool); err != nil {
 				return err
 			}
-			e.nodes = append(e.nodes, name)
-			if len(pool.Taints) > 0 {
-				node.Spec.Taints = pool.Taints
-				if node, err = e.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
-					return fmt.Errorf("tainting node %s: %w", name, err)
-				}
-			}
-			e.allocatable[name] = node.Status.Allocatable
 		}
 	}
 	return nil
+}
+
+// addNode creates the pool's next node, <pool>-<i>.
+func (e *environment) addNode(ctx context.Context, pool *scenario.NodePool) (string, v1.ResourceList, error) {
+	e.mu.Lock()
+	e.next[pool.Name]++
+	name := fmt.Sprintf("%s-%d", pool.Name, e.next[pool.Name])
+	e.mu.Unlock()
+	node, err := controlplane.CreateNode(ctx, e.client, name, pool.Capacity, pool.Labels)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(pool.Taints) > 0 {
+		node.Spec.Taints = pool.Taints
+		if node, err = e.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return "", nil, fmt.Errorf("tainting node %s: %w", name, err)
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.nodes[name], e.all[name], e.pool[name] = node.Status.Allocatable, node.Status.Allocatable, pool
+	return name, node.Status.Allocatable, nil
+}
+
+// addNodeLike adds a new node of the pool of node (which may be gone),
+// retrying while the apiserver does not answer.
+func (e *environment) addNodeLike(ctx context.Context, node string) (string, v1.ResourceList, error) {
+	e.mu.Lock()
+	pool := e.pool[node]
+	e.mu.Unlock()
+	if pool == nil {
+		return "", nil, fmt.Errorf("node %s is not one of the run's", node)
+	}
+	var name string
+	var alloc v1.ResourceList
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		name, alloc, err = e.addNode(ctx, pool)
+		return err == nil, nil
+	})
+	return name, alloc, err
+}
+
+// deleteNode deletes a node of the run, retrying while the apiserver does
+// not answer.
+func (e *environment) deleteNode(ctx context.Context, node string) error {
+	e.mu.Lock()
+	delete(e.nodes, node)
+	e.mu.Unlock()
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := e.client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+		return err == nil || apierrors.IsNotFound(err), nil
+	})
+}
+
+// live returns the live nodes' allocatable.
+func (e *environment) live() map[string]v1.ResourceList {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.nodes)
+}
+
+// everyNode returns the allocatable of every node the run had.
+func (e *environment) everyNode() map[string]v1.ResourceList {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.all)
+}
+
+// names returns the live nodes, sorted.
+func (e *environment) names() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Sorted(maps.Keys(e.nodes))
 }
 
 // cleanup removes the run's pods, claims, volumes and nodes (the namespace
@@ -84,7 +164,7 @@ func (e *environment) cleanup(logger klog.Logger) {
 		list, err := pods.List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 0, nil
 	})
-	for _, n := range e.nodes {
+	for _, n := range slices.Sorted(maps.Keys(e.everyNode())) {
 		if err := e.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			logger.Error(err, "Deleting node", "node", n)
 		}

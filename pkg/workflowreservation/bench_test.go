@@ -109,7 +109,7 @@ func BenchmarkHandlers(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			pl.store.update(key("r1"), func(r *reservation) { r.claimedBy, r.done = "", false })
+			pl.store.update(key("r1"), func(r *reservation) bool { r.claimedBy, r.done = "", false; return true })
 			pl.onPod(logger, wf)
 			pl.onPodDelete(logger, wf)
 		}

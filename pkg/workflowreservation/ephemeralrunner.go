@@ -101,10 +101,12 @@ func (pl *WorkflowReservation) onEphemeralRunner(logger klog.Logger, obj any) {
 	}
 	key := types.NamespacedName{Namespace: er.GetNamespace(), Name: er.GetName()}
 	var uid types.UID
-	pl.store.update(key, func(r *reservation) {
+	pl.store.update(key, func(r *reservation) bool {
 		if r.claimedBy == "" && !r.done && r.jobStarted.IsZero() && job != r.staleJob {
 			r.jobStarted, uid = time.Now(), r.runnerUID
+			return true
 		}
+		return false
 	})
 	if uid == "" {
 		return
@@ -113,15 +115,27 @@ func (pl *WorkflowReservation) onEphemeralRunner(logger klog.Logger, obj any) {
 	time.AfterFunc(pl.noWorkflowPodGrace, func() { pl.releaseWithoutWorkflowPod(logger, key, uid) })
 }
 
-// releaseWithoutWorkflowPod uses up a reservation whose job started and
-// whose workflow pod did not come: a job without a container.
+// releaseWithoutWorkflowPod gives back the workflow room of a reservation
+// whose job started and whose workflow pod did not come: a job without a
+// container. A workflow pod that exists but waits to be scheduled still
+// claims it. The step headroom stays held until the runner ends: such a job
+// may still run container steps (hooks v0.7.0 pin them to the node).
 func (pl *WorkflowReservation) releaseWithoutWorkflowPod(logger klog.Logger, key types.NamespacedName, uid types.UID) {
+	if r, ok := pl.store.get(key); ok {
+		for _, wf := range pl.workflowPods(key) {
+			if !isTerminal(wf) && r.owns(wf) {
+				logger.V(4).Info("Runner's workflow pod exists; keeping its reservation past the grace", "runner", key, "pod", klog.KObj(wf))
+				return
+			}
+		}
+	}
 	var r reservation
 	released := false
-	pl.store.update(key, func(s *reservation) {
-		if s.runnerUID == uid && s.claimedBy == "" && !s.done {
-			s.done, released, r = true, true, *s
+	pl.store.update(key, func(s *reservation) bool {
+		if s.runnerUID == uid && s.claimedBy == "" && !s.done && !s.noWorkflowPod {
+			s.noWorkflowPod, released, r = true, true, *s
 		}
+		return released
 	})
 	if !released {
 		return
@@ -129,9 +143,12 @@ func (pl *WorkflowReservation) releaseWithoutWorkflowPod(logger klog.Logger, key
 	pl.recordMetrics()
 	pl.countRelease(metrics.ReleaseNoWorkflowPod, false)
 	logger.V(2).Info("Released the reservation of a job without a workflow pod", "runner", key, "node", r.node, "grace", pl.noWorkflowPodGrace)
-	pl.event(stub(r), v1.EventTypeNormal, ReasonReleased, "Release",
-		fmt.Sprintf("Released %s on node %s: the runner's job started %s ago and no workflow pod came (a job without a container)", r.size, r.node, pl.noWorkflowPodGrace))
-	pl.activateWaiting(logger)
+	note := fmt.Sprintf("Released %s on node %s: the runner's job started %s ago and no workflow pod came (a job without a container)", r.size.sub(r.step), r.node, pl.noWorkflowPodGrace)
+	if !r.step.isZero() {
+		note += fmt.Sprintf("; %s stays held for container-step pods", r.step)
+	}
+	pl.event(stub(r), v1.EventTypeNormal, ReasonReleased, "Release", note)
+	pl.activateAllWaiting(logger)
 }
 
 // staleJobOf returns the job the runner's EphemeralRunner shows now, if the

@@ -51,17 +51,19 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 			before, _ := testutil.GetCounterMetricValue(counter)
 			pl.onEphemeralRunner(logger, ephemeralRunner("r1", tc.status))
 			if tc.wantRelease {
-				eventually(t, "the reservation is released", func() bool {
+				eventually(t, "the reservation is released and counted", func() bool {
 					got, _ := pl.store.get(key("r1"))
-					return got.done
+					after, _ := testutil.GetCounterMetricValue(counter)
+					return got.noWorkflowPod && after-before == 1
 				})
-				if after, _ := testutil.GetCounterMetricValue(counter); after-before != 1 {
-					t.Errorf("releases_total{reason=no_workflow_pod} grew by %v, want 1", after-before)
+				got, _ := pl.store.get(key("r1"))
+				if held, _ := got.holds(runnerPods{}); !held.isZero() {
+					t.Errorf("holds %s after the release, want nothing (no step headroom)", held)
 				}
 				return
 			}
 			got, _ := pl.store.get(key("r1"))
-			if !got.jobStarted.IsZero() || got.done {
+			if !got.jobStarted.IsZero() || got.noWorkflowPod {
 				t.Errorf("reservation %+v: grace started or released", got)
 			}
 		})

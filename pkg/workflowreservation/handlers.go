@@ -3,6 +3,7 @@ package workflowreservation
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -149,10 +150,10 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	if r, ok := pl.store.get(key); ok && r.runnerUID == pod.UID {
 		if r.node == pod.Spec.NodeName {
 			if !r.bound {
-				pl.store.update(key, func(r *reservation) {
-					if r.runnerUID == pod.UID {
-						r.bound = true
-					}
+				pl.store.update(key, func(r *reservation) bool {
+					changed := r.runnerUID == pod.UID && !r.bound
+					r.bound = r.bound || changed
+					return changed
 				})
 			}
 			return // taken by this scheduler, or already rebuilt
@@ -160,6 +161,9 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 		logger.Info("Runner is bound to another node than its reservation; taking the node its record names", "runner", klog.KObj(pod), "node", pod.Spec.NodeName, "reservedNode", r.node)
 	}
 	r, err := reservationFromPod(pod)
+	if err == nil {
+		err = pl.beyondNode(r, pod)
+	}
 	if err != nil {
 		logger.Error(err, "Cannot rebuild the reservation of a runner", "pod", klog.KObj(pod))
 		pl.event(pod, v1.EventTypeWarning, ReasonInvalidReservation, "Rebuild", truncate(err.Error()))
@@ -181,25 +185,32 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 // pod of the same runner incarnation, whether the scheduler or the pod's own
 // nodeName put it there.
 func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.NamespacedName) {
+	// Most calls are status updates of a pod already counted: nothing to
+	// change, and no write lock to take on the scheduling path's store.
+	if r, ok := pl.store.get(runner); !ok || (r.claimedBy == pod.UID && r.claimSeen) || (r.claimedBy != "" && r.claimedBy != pod.UID) {
+		return
+	}
 	var claimed, elsewhere, stale bool
 	var taken reservation
-	pl.store.update(runner, func(r *reservation) {
+	pl.store.update(runner, func(r *reservation) bool {
 		if !r.owns(pod) {
 			stale = r.claimedBy == ""
-			return
+			return false
 		}
 		if r.claimedBy == pod.UID {
+			changed := !r.claimSeen
 			r.claimSeen = true
-			return
+			return changed
 		}
 		if r.claimedBy != "" {
-			return
+			return false
 		}
 		// A workflow pod on another node (not pinned to its runner's)
 		// no longer needs the room: the reservation is used up.
 		elsewhere = r.node != pod.Spec.NodeName
 		r.claimedBy, r.claimSeen, r.done = pod.UID, true, elsewhere
 		claimed, taken = true, *r
+		return true
 	})
 	if stale {
 		logger.V(4).Info("Workflow pod of an earlier runner of the same name; it claims nothing", "pod", klog.KObj(pod), "runner", runner)
@@ -250,10 +261,12 @@ func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finish
 		}
 	}
 	if runner, ok := pl.runnerOf(pod); ok {
-		pl.store.update(runner, func(r *reservation) {
+		pl.store.update(runner, func(r *reservation) bool {
 			if r.claimedBy == pod.UID && !r.done {
 				r.done, r.claimSeen, freed = true, true, true
+				return true
 			}
+			return false
 		})
 	}
 	if freed {
@@ -291,7 +304,7 @@ func (pl *WorkflowReservation) onConfigMap(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
-	pods := pl.sh.waiting.matching(func(pod *v1.Pod) bool {
+	pods := pl.sh.waiting.matching(func(pod *v1.Pod, _ time.Time) bool {
 		ref, err := findHookTemplate(pod)
 		return err == nil && ref != nil && pod.Namespace == cm.Namespace && ref.configMap == cm.Name
 	})
@@ -313,4 +326,33 @@ func (pl *WorkflowReservation) countRelease(reason string, claimed bool) {
 	if pl.sh.leader.IsLeader() {
 		metrics.Releases.WithLabelValues(pl.profile, reason, strconv.FormatBool(claimed)).Inc()
 	}
+}
+
+// beyondNode returns an error if r and its runner could never fit on r's
+// node, even empty: no reservation tandem takes is that large, so the record
+// (or the runner's sizing) is not to be trusted with the node. A node not in
+// the cache yet is checked by the reconciler later.
+func (pl *WorkflowReservation) beyondNode(r *reservation, runner *v1.Pod) error {
+	if pl.nodes == nil {
+		return nil
+	}
+	node, err := pl.nodes.Get(r.node)
+	if err != nil {
+		return nil //nolint:nilerr // not in the cache yet: the reconciler checks again
+	}
+	need := r.size.add(podAmount(runner))
+	alloc := amountFromList(node.Status.Allocatable)
+	over := func(want, have int64, listed bool) bool { return listed && want > have }
+	_, hasCPU := node.Status.Allocatable[v1.ResourceCPU]
+	_, hasMemory := node.Status.Allocatable[v1.ResourceMemory]
+	_, hasStorage := node.Status.Allocatable[v1.ResourceEphemeralStorage]
+	if over(need.MilliCPU, alloc.MilliCPU, hasCPU) || over(need.Memory, alloc.Memory, hasMemory) || over(need.EphemeralStorage, alloc.EphemeralStorage, hasStorage) {
+		return fmt.Errorf("reservation %s with runner %s exceeds what node %s can hold at all (%s)", r.size, klog.KObj(runner), r.node, formatResourceList(node.Status.Allocatable))
+	}
+	for name, v := range need.Scalar {
+		if v > alloc.Scalar[name] {
+			return fmt.Errorf("reservation %s with runner %s asks for more %s than node %s has", r.size, klog.KObj(runner), name, r.node)
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
@@ -45,7 +46,7 @@ func (pl *WorkflowReservation) isSchedulableAfterPodDeleted(logger klog.Logger, 
 	if err != nil {
 		return fwk.Queue, err
 	}
-	if deleted.Spec.NodeName == "" {
+	if deleted.Spec.NodeName == "" && deleted.Status.NominatedNodeName == "" {
 		logger.V(5).Info("Deleted pod was not assigned, no room freed", "pod", klog.KObj(pod), "deletedPod", klog.KObj(deleted))
 		return fwk.QueueSkip, nil
 	}
@@ -70,9 +71,10 @@ func (pl *WorkflowReservation) isSchedulableAfterPodUpdated(logger klog.Logger, 
 		}
 	} else if modified.Spec.NodeName == "" {
 		return fwk.QueueSkip, nil
-	} else if original.Generation != 0 && original.Generation == modified.Generation {
-		// Most updates of assigned pods are status updates: the spec, so
-		// their requests, did not change. Skip without computing requests.
+	} else if original.Generation != 0 && original.Generation == modified.Generation && !statusResourcesChanged(original, modified) {
+		// Most updates of assigned pods are status updates: the spec did
+		// not change, nor the resources the kubelet reports (an in-place
+		// resize lands there). Skip without computing requests.
 		return fwk.QueueSkip, nil
 	}
 	if scaledDown(original, modified) {
@@ -115,4 +117,20 @@ func (pl *WorkflowReservation) isSchedulableAfterNodeChange(logger klog.Logger, 
 		}
 	}
 	return fwk.QueueSkip, nil
+}
+
+// statusResourcesChanged reports whether the resources the kubelet reports
+// for the pod's containers changed: the scheduler counts the larger of spec
+// and status while an in-place resize is under way.
+func statusResourcesChanged(original, modified *v1.Pod) bool {
+	a, b := original.Status.ContainerStatuses, modified.Status.ContainerStatuses
+	if len(a) != len(b) {
+		return true
+	}
+	for i := range a {
+		if !equality.Semantic.DeepEqual(a[i].Resources, b[i].Resources) {
+			return true
+		}
+	}
+	return false
 }

@@ -12,21 +12,15 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
-// speakWhenLeading waits until this replica leads, then exports the
-// reservation gauges and runs the reconciler until ctx ends. A standby keeps
-// its store warm but says nothing: every replica would say it once.
-func (pl *WorkflowReservation) speakWhenLeading(ctx context.Context) {
-	select {
-	case <-pl.sh.leader.Elected():
-	case <-ctx.Done():
-		return
-	}
-	logger := klog.FromContext(ctx)
+// runReconciler reconciles the store with the cluster once the handlers
+// have seen every object, and then every reconcile interval, on every
+// replica: a standby's store must hold what the leader's holds (a runner
+// recovered without a record, a finished workflow pod), or a failover would
+// lose it. Only the leader says what it repaired (events, metrics).
+func (pl *WorkflowReservation) runReconciler(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
 		return
 	}
-	logger.V(2).Info("Leading: exporting reservation metrics and reconciling reservations", "interval", pl.reconcileEvery)
-	pl.recordMetrics()
 	first := true
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		pl.reconcile(ctx)
@@ -35,6 +29,22 @@ func (pl *WorkflowReservation) speakWhenLeading(ctx context.Context) {
 			close(pl.reconciled)
 		}
 	}, pl.reconcileEvery)
+}
+
+// speakWhenLeading waits until this replica leads, then exports the
+// reservation gauges. A standby keeps its store warm but says nothing:
+// every replica would say it once.
+func (pl *WorkflowReservation) speakWhenLeading(ctx context.Context) {
+	select {
+	case <-pl.sh.leader.Elected():
+	case <-ctx.Done():
+		return
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
+		return
+	}
+	klog.FromContext(ctx).V(2).Info("Leading: exporting reservation metrics, reporting repairs", "reconcileInterval", pl.reconcileEvery)
+	pl.recordMetrics()
 }
 
 // recordMetrics sets the reservation gauges from the store's tally, if this
@@ -53,6 +63,9 @@ func (pl *WorkflowReservation) recordMetrics() {
 	metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourceCPU)).Set(float64(held.MilliCPU) / 1000)
 	metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourceMemory)).Set(float64(held.Memory))
 	metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourcePods)).Set(float64(held.Pods))
+	for name, v := range held.Scalar {
+		metrics.ReservedResources.WithLabelValues(profile, string(name)).Set(float64(v))
+	}
 }
 
 // observeClaim records how long r waited for its workflow pod.

@@ -31,6 +31,10 @@ type Recorded struct {
 	StepRequests v1.ResourceList `json:"stepRequests,omitempty"`
 	// HostPorts are the host ports held for the workflow pod ("6379/TCP").
 	HostPorts []string `json:"hostPorts,omitempty"`
+	// StaleJob is the job the runner's EphemeralRunner showed when the
+	// reservation was taken, an earlier runner's: it does not start the
+	// grace of a job without a container.
+	StaleJob string `json:"staleJob,omitempty"`
 	// RunnerUID is the runner pod the reservation was taken for. A record
 	// copied onto another pod, or written by hand before the pod existed,
 	// does not match the pod's UID and holds nothing.
@@ -60,7 +64,7 @@ func RecordedReservation(pod *v1.Pod) (r Recorded, ok bool, err error) {
 func encodeReservation(r *reservation) (string, error) {
 	rec := Recorded{
 		Node: r.node, Requests: r.size.toList(), Source: r.source,
-		RunnerUID: r.runnerUID, StaleWorkflowPods: r.stale,
+		RunnerUID: r.runnerUID, StaleWorkflowPods: r.stale, StaleJob: r.staleJob,
 	}
 	if !r.step.isZero() {
 		rec.StepRequests = r.step.toList()
@@ -117,6 +121,7 @@ func reservationFromPod(pod *v1.Pod) (*reservation, error) {
 		step:          step,
 		ports:         ports,
 		source:        p.Source,
+		staleJob:      p.StaleJob,
 		bound:         true,
 	}, nil
 }

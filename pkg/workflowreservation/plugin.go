@@ -160,6 +160,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	if h.SharedInformerFactory() == nil {
 		// Unit tests without informers.
 		pl.synced = func() bool { return true }
+		close(pl.reconciled)
 		return pl, nil
 	}
 	informers := h.SharedInformerFactory()
@@ -168,7 +169,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	pl.nodes = informers.Core().V1().Nodes().Lister()
 	pl.jobs = informers.Batch().V1().Jobs().Lister()
 	if !first {
-		pl.synced = sh.feeder.synced
+		pl.synced, pl.reconciled = sh.feeder.synced, sh.feeder.reconciled
 		return pl, nil
 	}
 	logger := klog.FromContext(ctx)
@@ -177,6 +178,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		return nil, err
 	}
 	pl.synced = synced
+	go pl.runReconciler(ctx)
 	go pl.speakWhenLeading(ctx)
 	go pl.watchJobs(ctx)
 	return pl, nil
@@ -273,13 +275,25 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			return nil, fwk.AsStatus(errors.New("reservations were not rebuilt from runner pods"))
 		}
 	}
+	// The first reconcile recovers runners bound without a valid record
+	// and uses up reservations whose workflow pod finished before a restart.
+	select {
+	case <-pl.reconciled:
+	default:
+		logger.V(2).Info("Waiting for the first reconcile of reservations before scheduling", "pod", klog.KObj(pod))
+		select {
+		case <-pl.reconciled:
+		case <-ctx.Done():
+			return nil, fwk.AsStatus(errors.New("reservations were not reconciled"))
+		}
+	}
 
 	s := &preFilterState{}
 	var result *fwk.PreFilterResult
 	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
 		// A container-step pod of hooks v0.7.0 (its Job names the runner).
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: runner}
-		if r, found := pl.store.get(key); found && !r.done && r.owns(pod) && !r.step.isZero() {
+		if r, found := pl.store.get(key); found && !r.done && r.owns(pod) && r.claimedBy != "" && !r.step.isZero() {
 			s.kind, s.runner, s.own = kindStep, key, r
 		}
 	} else if runner, ok := pl.runnerOf(pod); ok {
@@ -306,18 +320,20 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		}
 		if why != "" {
 			logger.V(2).Info("Workflow pod claims no reservation; scheduling it as an ordinary pod", "pod", klog.KObj(pod), "reason", why)
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonNoReservation, "Scheduling",
-				"Scheduled as an ordinary pod: %s", why)
+			if pl.sh.firstWarning(pod.UID, ReasonNoReservation) {
+				pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonNoReservation, "Scheduling",
+					"Scheduled as an ordinary pod: %s", why)
+			}
 		}
 	}
 	if s.kind == kindOther && pl.isRunner(pod) {
 		sz := pl.sizer.size(pod)
 		for _, p := range sz.problems {
-			logger.Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
+			logger.V(2).Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonInvalidWorkflowSize, "Scheduling", truncate(p.Error()))
 		}
 		if sz.notice != "" {
-			logger.Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.notice)
+			logger.V(2).Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.notice)
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonIncompleteHookTemplate, "Scheduling", truncate(sz.notice))
 		}
 		switch {
@@ -336,8 +352,10 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		}
 	} else if _, annotated := pod.Annotations[WorkflowRequestsAnnotation]; annotated && s.kind == kindOther {
 		logger.V(2).Info("Pod carries the workflow size annotation but is not a runner; ignoring it", "pod", klog.KObj(pod))
-		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonIgnoredAnnotation, "Scheduling",
-			"Annotation %s ignored: the pod does not match the runner selector of profile %s", WorkflowRequestsAnnotation, pl.profile)
+		if pl.sh.firstWarning(pod.UID, ReasonIgnoredAnnotation) {
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonIgnoredAnnotation, "Scheduling",
+				"Annotation %s ignored: the pod does not match the runner selector of profile %s", WorkflowRequestsAnnotation, pl.profile)
+		}
 	}
 	if s.kind == kindOther && pl.store.empty() && !pl.sh.anyNominated() {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -420,9 +438,10 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 	return nil, fwk.NewStatus(fwk.Unschedulable)
 }
 
-// reserveState remembers what a workflow pod's Reserve changed, for its
-// Unreserve.
+// reserveState remembers what Reserve changed, for Unreserve: the
+// reservation a runner's cycle put into the store, or a workflow pod's claim.
 type reserveState struct {
+	taken    *reservation
 	claimed  bool
 	prevDone bool
 }
@@ -440,7 +459,12 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 	switch s.kind {
 	case kindRunner:
 		runner := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-		pl.store.put(&reservation{
+		if r, ok := pl.store.get(runner); ok && r.runnerUID == pod.UID && r.bound {
+			// A bind that reported failure went through, and the queue
+			// had not seen it: the runner is bound with its reservation.
+			return fwk.AsStatus(fmt.Errorf("runner %s is already bound to node %s with its reservation", klog.KObj(pod), r.node))
+		}
+		taken := &reservation{
 			runner:        runner,
 			runnerUID:     pod.UID,
 			runnerCreated: pod.CreationTimestamp.Time,
@@ -453,18 +477,22 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 			hookMode:      s.hookMode,
 			reservedAt:    time.Now(),
 			staleJob:      pl.staleJobOf(runner),
-		})
+		}
+		pl.store.put(taken)
+		cs.Write(reserveStateKey, &reserveState{taken: taken})
 		pl.recordMetrics()
 		logger.V(4).Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
 	case kindWorkflow:
 		// Elsewhere than reserved (an unpinned workflow pod), the room is
 		// no longer needed: the reservation is used up at once.
 		rs := &reserveState{}
-		pl.store.update(s.runner, func(r *reservation) {
+		pl.store.update(s.runner, func(r *reservation) bool {
 			if r.runnerUID == s.own.runnerUID && r.claimedBy == "" {
 				rs.claimed, rs.prevDone = true, r.done
 				r.claimedBy, r.done = pod.UID, r.node != nodeName
+				return true
 			}
+			return false
 		})
 		cs.Write(reserveStateKey, rs)
 		pl.recordMetrics()
@@ -484,7 +512,14 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 	switch s.kind {
 	case kindRunner:
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-		if r := pl.store.removeIf(key, pod.UID, func(r *reservation) bool { return !r.bound }); r != nil {
+		c, err := cs.Read(reserveStateKey)
+		rs, ok := c.(*reserveState)
+		if err != nil || !ok || rs.taken == nil {
+			return
+		}
+		// Only the reservation this cycle took, and only while the
+		// informer has not shown it bound.
+		if r := pl.store.removeIf(key, pod.UID, func(r *reservation) bool { return r == rs.taken && !r.bound }); r != nil {
 			logger.V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", r.node)
 			metrics.Releases.WithLabelValues(pl.profile, metrics.ReleaseUnreserved, "false").Inc()
 		} else if r, ok := pl.store.get(key); ok && r.runnerUID == pod.UID {
@@ -496,10 +531,12 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 		if err != nil || !ok || !rs.claimed {
 			return
 		}
-		pl.store.update(s.runner, func(r *reservation) {
+		pl.store.update(s.runner, func(r *reservation) bool {
 			if r.claimedBy == pod.UID && !r.claimSeen {
 				r.claimedBy, r.done = "", rs.prevDone
+				return true
 			}
+			return false
 		})
 	}
 	pl.recordMetrics()

@@ -23,14 +23,18 @@ import (
 // adjustments are the changes AddPod and RemovePod made to one copy of a
 // cycle state.
 type adjustments struct {
-	// removed are the runners whose reservations do not count here.
-	removed []types.UID
+	// removed are the runners removed here: their reservations do not
+	// count. workflowRemoved are the runners whose claiming workflow pod
+	// was removed: evicting it uses the reservation up, so it holds
+	// nothing either. The two are undone separately, pod by pod.
+	removed         []types.UID
+	workflowRemoved []types.UID
 	// added is, per node, the workflow room of nominated runners.
 	added map[string]amount
 }
 
 func (a adjustments) clone() adjustments {
-	c := adjustments{removed: slices.Clone(a.removed)}
+	c := adjustments{removed: slices.Clone(a.removed), workflowRemoved: slices.Clone(a.workflowRemoved)}
 	if len(a.added) > 0 {
 		c.added = make(map[string]amount, len(a.added))
 		for n, v := range a.added {
@@ -41,20 +45,26 @@ func (a adjustments) clone() adjustments {
 }
 
 // empty reports whether AddPod and RemovePod changed nothing.
-func (a *adjustments) empty() bool { return len(a.removed) == 0 && len(a.added) == 0 }
+func (a *adjustments) empty() bool {
+	return len(a.removed) == 0 && len(a.workflowRemoved) == 0 && len(a.added) == 0
+}
 
+// isRemoved reports whether the reservation of the runner counts nothing
+// here: the runner or its claiming workflow pod was removed.
 func (a *adjustments) isRemoved(uid types.UID) bool {
-	return len(a.removed) > 0 && slices.Contains(a.removed, uid)
+	return (len(a.removed) > 0 && slices.Contains(a.removed, uid)) ||
+		(len(a.workflowRemoved) > 0 && slices.Contains(a.workflowRemoved, uid))
 }
 
-func (a *adjustments) remove(uid types.UID) {
-	if !a.isRemoved(uid) {
-		a.removed = append(a.removed, uid)
+func addUID(list []types.UID, uid types.UID) []types.UID {
+	if slices.Contains(list, uid) {
+		return list
 	}
+	return append(list, uid)
 }
 
-func (a *adjustments) unremove(uid types.UID) {
-	a.removed = slices.DeleteFunc(a.removed, func(u types.UID) bool { return u == uid })
+func dropUID(list []types.UID, uid types.UID) []types.UID {
+	return slices.DeleteFunc(list, func(u types.UID) bool { return u == uid })
 }
 
 func (a *adjustments) add(node string, room amount) {
@@ -89,11 +99,11 @@ func (pl *WorkflowReservation) AddPod(ctx context.Context, cs fwk.CycleState, po
 		return nil
 	}
 	if r, ok := pl.store.get(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); ok && r.runnerUID == p.UID {
-		s.adjust.unremove(p.UID)
+		s.adjust.removed = dropUID(s.adjust.removed, p.UID)
 		return nil
 	}
 	if r, ok := pl.reservationOfVictim(p, nodeInfo); ok {
-		s.adjust.unremove(r.runnerUID)
+		s.adjust.workflowRemoved = dropUID(s.adjust.workflowRemoved, r.runnerUID)
 		return nil
 	}
 	if p.Spec.NodeName == "" && pl.trusted(p) {
@@ -114,12 +124,12 @@ func (pl *WorkflowReservation) RemovePod(ctx context.Context, cs fwk.CycleState,
 	}
 	p := podInfoToRemove.GetPod()
 	if r, ok := pl.store.get(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); ok && r.runnerUID == p.UID && r.node == nodeInfo.Node().Name {
-		s.adjust.remove(r.runnerUID)
+		s.adjust.removed = addUID(s.adjust.removed, r.runnerUID)
 		klog.FromContext(ctx).V(5).Info("Victim runner's reservation removed", "pod", klog.KObj(podToSchedule), "runner", klog.KObj(p), "node", r.node)
 		return nil
 	}
 	if r, ok := pl.reservationOfVictim(p, nodeInfo); ok {
-		s.adjust.remove(r.runnerUID)
+		s.adjust.workflowRemoved = addUID(s.adjust.workflowRemoved, r.runnerUID)
 	}
 	return nil
 }

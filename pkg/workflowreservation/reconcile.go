@@ -22,6 +22,7 @@ const (
 	repairClaimed    = "claimed"
 	repairFinished   = "finished"
 	repairRecovered  = "recovered"
+	repairInvalid    = "invalid"
 )
 
 // reconcile compares the reservations with the cluster and repairs what
@@ -32,10 +33,15 @@ const (
 func (pl *WorkflowReservation) reconcile(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("reconciler")
 	finished := pl.finishedWorkflowPods(ctx, logger)
+	freed := false
 	for _, r := range pl.store.list() {
-		pl.reconcileReservation(logger, r, finished)
+		freed = pl.reconcileReservation(logger, r, finished) || freed
 	}
 	pl.recoverUnrecorded(logger)
+	if freed {
+		// No cluster event announces these releases.
+		pl.activateAllWaiting(logger)
+	}
 }
 
 // finishedWorkflowPods lists the terminal workflow pods: the scheduler's
@@ -60,85 +66,99 @@ func (pl *WorkflowReservation) finishedWorkflowPods(ctx context.Context, logger 
 	return out
 }
 
-func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reservation, finished map[types.UID]*v1.Pod) {
+// reconcileReservation repairs r; it reports whether it freed room.
+func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reservation, finished map[types.UID]*v1.Pod) bool {
 	pod, err := pl.pods.Pods(r.runner.Namespace).Get(r.runner.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Error(err, "Getting a runner", "runner", r.runner)
-		return
+		return false
 	}
 	switch {
 	case pod == nil || pod.UID != r.runnerUID || isTerminal(pod):
 		if pl.store.remove(r.runner, r.runnerUID) != nil {
 			pl.repaired(logger, stub(r), repairRunnerGone, fmt.Sprintf("Released %s on node %s: the runner is gone", r.size, r.node))
+			return true
 		}
-		return
+		return false
 	case pod.Spec.NodeName != "" && pod.Spec.NodeName != r.node:
 		nr, err := reservationFromPod(pod)
 		if err != nil || nr == nil {
 			if pl.store.remove(r.runner, r.runnerUID) != nil {
 				pl.repaired(logger, pod, repairMoved, fmt.Sprintf("Released %s on node %s: the runner is bound to node %s and carries no valid record (%v)", r.size, r.node, pod.Spec.NodeName, err))
+				return true
 			}
-			return
+			return false
 		}
 		pl.store.put(nr)
 		pl.repaired(logger, pod, repairMoved, fmt.Sprintf("Moved the reservation from node %s to node %s, where the runner is bound", r.node, nr.node))
-		return
+		return true
 	case pod.Spec.NodeName == r.node:
 		if _, err := pl.nodes.Get(r.node); apierrors.IsNotFound(err) {
 			if pl.store.remove(r.runner, r.runnerUID) != nil {
 				pl.sh.release(r.runnerUID)
 				pl.repaired(logger, pod, repairNodeGone, fmt.Sprintf("Released %s: node %s is gone", r.size, r.node))
 			}
-			return
+			return false // the node's room is gone with it
+		}
+		if err := pl.beyondNode(&r, pod); err != nil {
+			if pl.store.remove(r.runner, r.runnerUID) != nil {
+				pl.repaired(logger, pod, repairInvalid, "Released: "+err.Error())
+				return true
+			}
+			return false
 		}
 		if !r.bound {
-			pl.store.update(r.runner, func(s *reservation) {
-				if s.runnerUID == r.runnerUID {
-					s.bound = true
-				}
+			pl.store.update(r.runner, func(s *reservation) bool {
+				changed := s.runnerUID == r.runnerUID && !s.bound
+				s.bound = s.bound || changed
+				return changed
 			})
 		}
 	}
 	if r.done {
-		return
+		return false
 	}
 	workflows := pl.workflowPods(r.runner)
 	if r.claimedBy != "" {
 		for _, wf := range workflows {
 			if wf.UID == r.claimedBy && !isTerminal(wf) && finished[wf.UID] == nil {
-				return
+				return false
 			}
 		}
 		if pl.markDone(r, r.claimedBy) {
 			pl.repaired(logger, pod, repairFinished, fmt.Sprintf("The workflow pod that claimed the reservation on node %s is gone; it holds nothing more", r.node))
+			return true
 		}
-		return
+		return false
 	}
 	for _, wf := range workflows {
 		if wf.Spec.NodeName != "" && !isTerminal(wf) && finished[wf.UID] == nil && r.owns(wf) {
 			pl.observeWorkflow(logger, wf, r.runner)
 			pl.repaired(logger, pod, repairClaimed, fmt.Sprintf("Workflow pod %s on node %s had not been counted as the reservation's claim", wf.Name, wf.Spec.NodeName))
-			return
+			return true
 		}
 	}
 	for _, wf := range finished {
 		if wf.Namespace == r.runner.Namespace && wf.Labels[pl.runnerPodLabel] == r.runner.Name && r.owns(wf) {
 			if pl.markDone(r, wf.UID) {
 				pl.repaired(logger, pod, repairFinished, fmt.Sprintf("Workflow pod %s already finished; the reservation on node %s holds nothing more", wf.Name, r.node))
+				return true
 			}
-			return
+			return false
 		}
 	}
+	return false
 }
 
 // markDone marks r used up by workflow pod uid, if it is still the same
 // reservation and not used up.
 func (pl *WorkflowReservation) markDone(r reservation, uid types.UID) bool {
 	changed := false
-	pl.store.update(r.runner, func(s *reservation) {
+	pl.store.update(r.runner, func(s *reservation) bool {
 		if s.runnerUID == r.runnerUID && !s.done && (s.claimedBy == "" || s.claimedBy == uid) {
 			s.claimedBy, s.claimSeen, s.done, changed = uid, true, true, true
 		}
+		return changed
 	})
 	if changed {
 		pl.recordMetrics()
@@ -147,8 +167,9 @@ func (pl *WorkflowReservation) markDone(r reservation, uid types.UID) bool {
 }
 
 // recoverUnrecorded holds room for runners of tandem profiles that are bound
-// without a record (bound by another bind plugin, or a record lost): they
-// are sized from their sources again, as when they were scheduled.
+// without a valid record (bound by another bind plugin, a record lost, or
+// one written by an older build without runnerUID): they are sized from
+// their sources again, as when they were scheduled.
 func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 	pods, err := pl.pods.List(labels.Everything())
 	if err != nil {
@@ -159,8 +180,16 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 		if pod.Spec.NodeName == "" || isTerminal(pod) || pod.DeletionTimestamp != nil || !pl.trusted(pod) {
 			continue
 		}
-		if _, recorded := pod.Annotations[ReservationAnnotation]; recorded || pl.sh.wasReleased(pod.UID) {
+		if pl.sh.wasReleased(pod.UID) {
 			continue
+		}
+		if _, recorded := pod.Annotations[ReservationAnnotation]; recorded {
+			// A valid record is the handlers' to rebuild; an invalid one
+			// (another pod's, or one of an older build without runnerUID)
+			// holds nothing, and the runner is sized again below.
+			if r, err := reservationFromPod(pod); err == nil && r != nil {
+				continue
+			}
 		}
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 		if r, ok := pl.store.get(key); ok && r.runnerUID == pod.UID {
@@ -171,10 +200,15 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 		if sz.workflow.isZero() {
 			continue
 		}
-		pl.store.put(&reservation{
+		r := &reservation{
 			runner: key, runnerUID: pod.UID, runnerCreated: pod.CreationTimestamp.Time,
 			node: pod.Spec.NodeName, size: sz.workflow, step: sz.step, ports: sz.ports, source: sz.source, bound: true,
-		})
+		}
+		if err := pl.beyondNode(r, pod); err != nil {
+			logger.V(2).Info("Not recovering a runner's reservation", "runner", klog.KObj(pod), "err", err)
+			continue
+		}
+		pl.store.put(r)
 		pl.recordMetrics()
 		pl.repaired(logger, pod, repairRecovered, fmt.Sprintf("Bound without a recorded reservation: holding %s on node %s for its workflow pod from now on (size from %s)", sz.workflow, pod.Spec.NodeName, sz.source))
 		for _, wf := range pl.workflowPods(key) {
@@ -188,7 +222,9 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 // repaired reports a repair on pod.
 func (pl *WorkflowReservation) repaired(logger klog.Logger, pod *v1.Pod, kind, message string) {
 	logger.Info("Repaired a reservation", "runner", klog.KObj(pod), "repair", kind, "message", message)
-	metrics.Repairs.WithLabelValues(pl.sh.feederProfile(), kind).Inc()
+	if pl.sh.leader.IsLeader() {
+		metrics.Repairs.WithLabelValues(pl.sh.feederProfile(), kind).Inc()
+	}
 	pl.event(pod, v1.EventTypeWarning, ReasonRepaired, "Reconcile", truncate(message))
 }
 

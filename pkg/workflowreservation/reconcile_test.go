@@ -98,6 +98,17 @@ func TestReconcile(t *testing.T) {
 				}
 			},
 		},
+		"runner bound with a record of an older build (no runnerUID)": {
+			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(WorkflowRequestsAnnotation, "cpu=2").
+				Annotation(ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation"}`).Obj()},
+			drift:      func(pl *WorkflowReservation) { pl.store.remove(key("r1"), "") },
+			wantRepair: repairRecovered,
+			check: func(t *testing.T, pl *WorkflowReservation) {
+				if r, ok := pl.store.get(key("r1")); !ok || r.size.String() != "cpu=2" {
+					t.Errorf("reservation %+v (found %v), want cpu=2 recovered from the sizing annotation", r, ok)
+				}
+			},
+		},
 		"runner bound without a record": {
 			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(WorkflowRequestsAnnotation, "cpu=2").Obj()},
 			drift: func(pl *WorkflowReservation) {

@@ -65,6 +65,9 @@ type reservation struct {
 	// reservation was taken, an earlier runner's.
 	jobStarted time.Time
 	staleJob   string
+	// noWorkflowPod is set when the job started and no workflow pod came
+	// within the grace: only the step headroom stays held.
+	noWorkflowPod bool
 }
 
 // owns reports whether pod, which carries the runner's name in its
@@ -232,16 +235,22 @@ func (s *store) get(runner types.NamespacedName) (reservation, bool) {
 	return *r, true
 }
 
-// update applies fn to runner's reservation, if there is one, under the lock.
-func (s *store) update(runner types.NamespacedName, fn func(r *reservation)) {
+// update applies fn to runner's reservation, if there is one, under the
+// lock; fn reports whether it changed anything, and only then do the
+// tally and the node's version (which invalidates what Filter cached for
+// the node) change.
+func (s *store) update(runner types.NamespacedName, fn func(r *reservation) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.byPod[runner]
 	if r == nil {
 		return
 	}
-	s.tally.count(r, -1)
-	fn(r)
+	before := *r
+	if !fn(r) {
+		return
+	}
+	s.tally.count(&before, -1)
 	s.tally.count(r, 1)
 	s.version[r.node]++
 }

@@ -59,7 +59,7 @@ func TestStore(t *testing.T) {
 	if byPhase[phaseHeld] != 1 || held.MilliCPU != 400 {
 		t.Errorf("tally = %v, held %s; want 1 held of cpu=400m", byPhase, held)
 	}
-	s.update(key("c"), func(r *reservation) { r.claimedBy = "wf" })
+	s.update(key("c"), func(r *reservation) bool { r.claimedBy = "wf"; return true })
 	if byPhase, held := s.counts(); byPhase[phaseClaimed] != 1 || byPhase[phaseHeld] != 0 || !held.isZero() {
 		t.Errorf("after the claim: tally = %v, held %s; want 1 claimed, nothing held", byPhase, held)
 	}

@@ -41,6 +41,9 @@ type shared struct {
 	ephemeralRunners cache.GenericLister
 	// heldCache is what each node's reservations hold (Filter, Score).
 	heldCache heldCache
+	// warned holds, per pod, the reasons of the Warning events PreFilter
+	// already sent it that every retry would repeat.
+	warned map[types.UID]map[string]bool
 }
 
 func newShared(l *leadership.Leadership) *shared {
@@ -53,6 +56,7 @@ func newShared(l *leadership.Leadership) *shared {
 		profiles:  map[string]*WorkflowReservation{},
 		nominated: map[types.UID]bool{},
 		released:  map[types.UID]bool{},
+		warned:    map[types.UID]map[string]bool{},
 	}
 }
 
@@ -164,4 +168,20 @@ func (sh *shared) forget(uid types.UID) {
 	defer sh.mu.Unlock()
 	delete(sh.released, uid)
 	delete(sh.nominated, uid)
+	delete(sh.warned, uid)
+}
+
+// firstWarning reports whether the pod has not been sent a Warning with
+// reason yet, and notes that it has now.
+func (sh *shared) firstWarning(uid types.UID, reason string) bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.warned[uid][reason] {
+		return false
+	}
+	if sh.warned[uid] == nil {
+		sh.warned[uid] = map[string]bool{}
+	}
+	sh.warned[uid][reason] = true
+	return true
 }

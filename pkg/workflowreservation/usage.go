@@ -1,6 +1,7 @@
 package workflowreservation
 
 import (
+	"hash/fnv"
 	"slices"
 	"sync"
 
@@ -43,6 +44,8 @@ func (r *reservation) holds(on runnerPods) (amount, []config.HostPort) {
 	switch {
 	case r.done:
 		return amount{}, nil
+	case !on.workflow && r.claimedBy == "" && r.noWorkflowPod:
+		return r.step.sub(on.steps).atLeastZero(), nil
 	case !on.workflow && r.claimedBy == "":
 		return r.size.sub(on.steps).atLeastZero(), r.ports
 	case !on.workflow:
@@ -107,8 +110,15 @@ func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) he
 
 // heldCache remembers, per node, what its reservations hold against any pod
 // without one of its own, for one version of the node's reservations and
-// one generation of its pods.
+// one generation of its pods. It is sharded by node: Filter and Score run
+// for many nodes in parallel.
 type heldCache struct {
+	shards [heldCacheShards]heldShard
+}
+
+const heldCacheShards = 64
+
+type heldShard struct {
 	mu sync.Mutex
 	m  map[string]heldEntry
 }
@@ -119,10 +129,17 @@ type heldEntry struct {
 	held       heldRoom
 }
 
+func (c *heldCache) shard(node string) *heldShard {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(node))
+	return &c.shards[h.Sum32()%heldCacheShards]
+}
+
 func (c *heldCache) get(node string, version uint64, generation int64) (heldRoom, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[node]
+	sh := c.shard(node)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.m[node]
 	if !ok || e.version != version || e.generation != generation {
 		return heldRoom{}, false
 	}
@@ -130,19 +147,21 @@ func (c *heldCache) get(node string, version uint64, generation int64) (heldRoom
 }
 
 func (c *heldCache) put(node string, version uint64, generation int64, h heldRoom) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]heldEntry{}
+	sh := c.shard(node)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m == nil {
+		sh.m = map[string]heldEntry{}
 	}
-	c.m[node] = heldEntry{version: version, generation: generation, held: h}
+	sh.m[node] = heldEntry{version: version, generation: generation, held: h}
 }
 
 // forgetNode drops a node's entry.
 func (c *heldCache) forgetNode(node string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, node)
+	sh := c.shard(node)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	delete(sh.m, node)
 }
 
 // runnerPodsOn finds, in one pass over the node's pods, what each of the

@@ -2,29 +2,46 @@ package workflowreservation
 
 import (
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
 
+// recentRejection is how long after this plugin turned a pod away a release
+// of room activates it: the window in which the pod may have been retried
+// on the scheduler's own event for the release and rejected again because
+// the plugin's handler had not caught up yet.
+const recentRejection = 5 * time.Second
+
 // waitingPods remembers the pods this plugin turned away. When an informer
 // event frees reserved room (a runner or workflow pod gone, a claim smaller
-// than its reservation), they are activated at once: the scheduler may have
-// handled its own event for that change before the plugin's store caught up,
-// and would otherwise leave them waiting for the next periodic flush.
+// than its reservation), those turned away just now are activated at once:
+// the scheduler may have handled its own event for that change before the
+// plugin's store caught up, and would otherwise leave them waiting for the
+// next periodic flush. Pods turned away earlier are the QueueingHints' to
+// requeue; activating every waiting pod on every release would move them
+// all past their backoff, a scheduling cycle each, for every job start and
+// end in a busy cluster. Releases no cluster event announces (the
+// reconciler's, a job without a container) activate every waiting pod.
 type waitingPods struct {
 	mu   sync.Mutex
-	pods map[types.UID]*v1.Pod
+	pods map[types.UID]waitingPod
+}
+
+type waitingPod struct {
+	pod      *v1.Pod
+	rejected time.Time
 }
 
 func (w *waitingPods) add(pod *v1.Pod) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pods == nil {
-		w.pods = map[types.UID]*v1.Pod{}
+		w.pods = map[types.UID]waitingPod{}
 	}
-	w.pods[pod.UID] = pod
+	w.pods[pod.UID] = waitingPod{pod: pod, rejected: time.Now()}
 }
 
 func (w *waitingPods) remove(uid types.UID) {
@@ -35,21 +52,30 @@ func (w *waitingPods) remove(uid types.UID) {
 
 // matching returns the waiting pods for which match is true, keyed for
 // Handle.Activate.
-func (w *waitingPods) matching(match func(*v1.Pod) bool) map[string]*v1.Pod {
+func (w *waitingPods) matching(match func(*v1.Pod, time.Time) bool) map[string]*v1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pods := map[string]*v1.Pod{}
 	for _, p := range w.pods {
-		if match(p) {
-			pods[p.Namespace+"/"+p.Name] = p
+		if match(p.pod, p.rejected) {
+			pods[p.pod.Namespace+"/"+p.pod.Name] = p.pod
 		}
 	}
 	return pods
 }
 
-// activateWaiting requeues every waiting pod.
+// activateWaiting requeues the pods turned away within recentRejection.
 func (pl *WorkflowReservation) activateWaiting(logger klog.Logger) {
-	pods := pl.sh.waiting.matching(func(*v1.Pod) bool { return true })
+	since := time.Now().Add(-recentRejection)
+	pl.activate(logger, pl.sh.waiting.matching(func(_ *v1.Pod, rejected time.Time) bool { return rejected.After(since) }))
+}
+
+// activateAllWaiting requeues every pod turned away.
+func (pl *WorkflowReservation) activateAllWaiting(logger klog.Logger) {
+	pl.activate(logger, pl.sh.waiting.matching(func(*v1.Pod, time.Time) bool { return true }))
+}
+
+func (pl *WorkflowReservation) activate(logger klog.Logger, pods map[string]*v1.Pod) {
 	if len(pods) == 0 {
 		return
 	}

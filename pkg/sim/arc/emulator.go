@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"math/rand"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/retry"
 )
 
 // Clock is the simulated time the emulator runs on.
@@ -71,6 +74,15 @@ type Emulator struct {
 	// Tick is the real-time period of the control loop.
 	Tick    time.Duration
 	results []Result
+	// ended counts results, for readers outside the control loop.
+	ended atomic.Int64
+	// writes retries deletions that failed (the finalizers and the hook's
+	// cleanup are retried by ARC's reconcile loop until they go through).
+	writes *retry.Queue
+	// requests are faults to inject, run by the control loop; started is
+	// closed when Run starts, stopped when it returns.
+	requests         chan request
+	started, stopped chan struct{}
 }
 
 type setState struct {
@@ -92,19 +104,34 @@ const (
 	runnerExiting
 )
 
+// runner is an EphemeralRunner and its runner process. Its pod is named
+// after it; ARC creates the pod again under the same name when it fails.
 type runner struct {
-	name      string
-	state     runnerState
-	since     time.Duration
-	seen      bool
-	job       *jobRun
+	name string
+	// uid is the current pod's (incarnation's); empty while the pod is to
+	// be created, the first time or again after a failure.
+	uid types.UID
+	// previous is the UID of the pod before, still going while uid is empty.
+	previous types.UID
+	state    runnerState
+	since    time.Duration
+	seen     bool
+	job      *jobRun
+	// failures is the EphemeralRunner's status.failures count.
+	failures  int
 	createdAt time.Duration
+	// lost is set when the runner's node went away: the runner process
+	// died with it, and ARC waits for the pod to be deleted.
+	lost bool
 }
 
 // NewEmulator returns an emulator for sets (each with its timing) and jobs
 // (any order); pods lists the namespace's pods.
 func NewEmulator(client kubernetes.Interface, pods corelisters.PodLister, clock Clock, exiter Exiter, seed int64, sets []*ScaleSet, timing []SetTiming, jobs []Job) *Emulator {
-	e := &Emulator{client: client, pods: pods, clock: clock, exiter: exiter, Tick: 10 * time.Millisecond}
+	e := &Emulator{
+		client: client, pods: pods, clock: clock, exiter: exiter, Tick: 10 * time.Millisecond,
+		writes: retry.New(0), requests: make(chan request, 16), started: make(chan struct{}), stopped: make(chan struct{}),
+	}
 	for i, s := range sets {
 		e.sets = append(e.sets, &setState{
 			set: s, timing: timing[i], runners: map[string]*runner{},
@@ -116,10 +143,24 @@ func NewEmulator(client kubernetes.Interface, pods corelisters.PodLister, clock 
 	return e
 }
 
+// Jobs returns how many jobs the stream has.
+func (e *Emulator) Jobs() int { return len(e.jobs) }
+
+// Started is closed once Run has started: the job stream's time runs.
+func (e *Emulator) Started() <-chan struct{} { return e.started }
+
+// Ended returns how many jobs have ended so far; safe to call while Run runs.
+func (e *Emulator) Ended() int { return int(e.ended.Load()) }
+
 // Run drives the job stream until every job has ended, then scales every set
 // to zero and waits until the runner pods are gone. It returns the results
-// in job order.
+// in job order (on error, those of the jobs that ended).
 func (e *Emulator) Run(ctx context.Context) ([]Result, error) {
+	close(e.started)
+	defer close(e.stopped)
+	writesCtx, stopWrites := context.WithCancel(ctx)
+	defer stopWrites()
+	go e.writes.Run(writesCtx)
 	ticker := time.NewTicker(e.Tick)
 	defer ticker.Stop()
 	for len(e.results) < len(e.jobs) {
@@ -137,7 +178,7 @@ func (e *Emulator) Run(ctx context.Context) ([]Result, error) {
 		for _, s := range e.sets {
 			left += len(s.runners)
 		}
-		if left == 0 {
+		if left == 0 && e.writes.Len() == 0 {
 			return e.sorted(), nil
 		}
 		if err := e.step(ctx, false); err != nil {
@@ -145,7 +186,7 @@ func (e *Emulator) Run(ctx context.Context) ([]Result, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return e.sorted(), fmt.Errorf("scaling down, %d runners left: %w", left, ctx.Err())
+			return e.sorted(), fmt.Errorf("scaling down, %d runners and %d deletions left: %w", left, e.writes.Len(), ctx.Err())
 		case <-ticker.C:
 		}
 	}
@@ -160,6 +201,7 @@ func (e *Emulator) sorted() []Result {
 // step runs one round of every controller. keep=false scales sets to zero.
 func (e *Emulator) step(ctx context.Context, keep bool) error {
 	now := e.clock.Now()
+	e.serveRequests(ctx, now)
 	for e.next < len(e.jobs) && e.jobs[e.next].Arrival <= now {
 		j := e.jobs[e.next]
 		e.next++
@@ -170,16 +212,12 @@ func (e *Emulator) step(ctx context.Context, keep bool) error {
 		s.queue = append(s.queue, &jobRun{job: j})
 	}
 	for _, s := range e.sets {
-		if err := e.reconcileRunners(ctx, s, now); err != nil {
-			return err
-		}
+		e.reconcileRunners(ctx, s, now)
 		desired := 0
 		if keep {
 			desired = min(s.set.MinRunners+len(s.queue)+s.count(runnerBusy), s.set.MaxRunners)
 		}
-		if err := e.scale(ctx, s, desired, now); err != nil {
-			return err
-		}
+		e.scale(ctx, s, desired, now)
 		e.assign(s, now)
 	}
 	return nil
@@ -204,67 +242,28 @@ func (s *setState) count(state runnerState) int {
 	return n
 }
 
-// reconcileRunners follows each runner pod: started, registered, its job,
-// finished (then ARC deletes it), or rejected by the kubelet (ARC replaces it).
-func (e *Emulator) reconcileRunners(ctx context.Context, s *setState, now time.Duration) error {
-	logger := klog.FromContext(ctx)
-	for _, r := range s.runners {
-		pod, err := e.pods.Pods(s.set.Namespace).Get(r.name)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		if pod != nil {
-			r.seen = true
-		}
-		switch {
-		case pod == nil && r.seen:
-			logger.Info("Runner pod disappeared", "pod", klog.KRef(s.set.Namespace, r.name))
-			if r.job != nil {
-				e.finish(ctx, s, r, nil, now, false, ReasonWorkflowPodGone, "runner pod deleted")
-			}
-			delete(s.runners, r.name)
-		case pod == nil:
-		case r.state == runnerExiting:
-			if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
-				e.deletePod(ctx, s.set.Namespace, r.name)
-				delete(s.runners, r.name)
-			}
-		case pod.Status.Phase == v1.PodFailed:
-			// Rejected at admission before it took a job: ARC replaces it.
-			logger.V(2).Info("Runner pod failed; replacing it", "pod", klog.KObj(pod), "reason", pod.Status.Reason)
-			e.deletePod(ctx, s.set.Namespace, r.name)
-			delete(s.runners, r.name)
-		case r.state == runnerCreated && pod.Status.Phase == v1.PodRunning:
-			r.state, r.since = runnerStarting, now
-		case r.state == runnerStarting && now-r.since >= s.timing.RunnerStartup:
-			r.state, r.since = runnerIdle, now
-		case r.state == runnerBusy:
-			if err := e.advance(ctx, s, r, pod, now); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // scale creates runners up to desired, or deletes runners that hold no job
-// (pending ones first, then the longest idle) down to it.
-func (e *Emulator) scale(ctx context.Context, s *setState, desired int, now time.Duration) error {
+// (pending ones first, then the longest idle) down to it. A runner's pod that
+// cannot be created now (apiserver unavailable) is created on a later round
+// under the same name, as ARC's reconcile loop does.
+func (e *Emulator) scale(ctx context.Context, s *setState, desired int, now time.Duration) {
 	active := len(s.runners) - s.count(runnerExiting)
 	for ; active < desired; active++ {
 		s.created++
 		name := RunnerPodName(s.set.Name, s.set.Suffix, Suffix(s.rand))
-		if _, err := e.client.CoreV1().Pods(s.set.Namespace).Create(ctx, s.set.RunnerPod(name), metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating runner pod %s: %w", name, err)
+		for s.runners[name] != nil {
+			name = RunnerPodName(s.set.Name, s.set.Suffix, Suffix(s.rand))
 		}
-		s.runners[name] = &runner{name: name, state: runnerCreated, createdAt: now}
+		r := &runner{name: name, state: runnerCreated, createdAt: now}
+		s.runners[name] = r
+		e.createPod(ctx, s, r)
 	}
 	if active <= desired {
-		return nil
+		return
 	}
 	var spare []*runner
 	for _, r := range s.runners {
-		if r.state == runnerCreated || r.state == runnerStarting || r.state == runnerIdle {
+		if r.job == nil && (r.state == runnerCreated || r.state == runnerStarting || r.state == runnerIdle) {
 			spare = append(spare, r)
 		}
 	}
@@ -275,17 +274,16 @@ func (e *Emulator) scale(ctx context.Context, s *setState, desired int, now time
 		return spare[i].createdAt > spare[j].createdAt
 	})
 	for _, r := range spare[:min(len(spare), active-desired)] {
-		e.deletePod(ctx, s.set.Namespace, r.name)
+		e.finalize(ctx, s, r)
 		delete(s.runners, r.name)
 	}
-	return nil
 }
 
 // assign gives queued jobs, oldest first, to the runners idle longest.
 func (e *Emulator) assign(s *setState, now time.Duration) {
 	var idle []*runner
 	for _, r := range s.runners {
-		if r.state == runnerIdle {
+		if r.state == runnerIdle && !r.lost {
 			idle = append(idle, r)
 		}
 	}
@@ -301,10 +299,19 @@ func (e *Emulator) assign(s *setState, now time.Duration) {
 	}
 }
 
-func (e *Emulator) deletePod(ctx context.Context, namespace, name string) {
-	zero := int64(0)
-	err := e.client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	if err != nil && !apierrors.IsNotFound(err) {
-		klog.FromContext(ctx).Error(err, "Deleting pod", "pod", klog.KRef(namespace, name))
-	}
+// deletePod deletes a pod (grace 0), retried until it is gone; uid, when
+// set, makes sure a newer pod of the same name is not the one deleted.
+func (e *Emulator) deletePod(ctx context.Context, namespace, name string, uid types.UID) {
+	e.writes.Do(ctx, "delete/"+namespace+"/"+name+"/"+string(uid), func(ctx context.Context) error {
+		zero := int64(0)
+		opts := metav1.DeleteOptions{GracePeriodSeconds: &zero}
+		if uid != "" {
+			opts.Preconditions = &metav1.Preconditions{UID: &uid}
+		}
+		err := e.client.CoreV1().Pods(namespace).Delete(ctx, name, opts)
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	})
 }

@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
 
@@ -15,23 +17,28 @@ import (
 // name is taken: two long runner names that share their first 54 characters).
 const ReasonHookError = "HookError"
 
+// ReasonHookAPIError means an API call of the hook's prepare_job failed
+// (the apiserver did not answer): the hook does not retry, the job fails.
+const ReasonHookAPIError = "HookAPIError"
+
 // jobRun is a job's progress on its runner.
 type jobRun struct {
 	job      Job
 	assigned time.Duration
-	// workflow is the workflow pod's name once the hook created it.
-	workflow string
-	created  time.Duration
-	seen     bool
-	running  bool
-	started  time.Duration
-	node     string
+	// workflow and workflowUID are the workflow pod's once the hook created it.
+	workflow    string
+	workflowUID types.UID
+	created     time.Duration
+	seen        bool
+	running     bool
+	started     time.Duration
+	node        string
 }
 
 // advance moves a busy runner's job along: the hook creates the workflow pod
 // after its delay, waits for it under the hook's rules, then the steps run
 // for the job's duration.
-func (e *Emulator) advance(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration) error {
+func (e *Emulator) advance(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration) {
 	j := r.job
 	switch {
 	case j.running:
@@ -43,34 +50,19 @@ func (e *Emulator) advance(ctx context.Context, s *setState, r *runner, runnerPo
 			if s.set.RequireJobContainer {
 				e.finish(ctx, s, r, runnerPod, now, false, ReasonJobContainerRequired,
 					"Jobs without a job container are forbidden on this runner")
-				return nil
+				return
 			}
 			j.running, j.started, j.node = true, now, runnerPod.Spec.NodeName
-			return nil
+			return
 		}
 		if now-j.assigned < s.timing.HookDelay {
-			return nil
+			return
 		}
-		pod, err := WorkflowPod(runnerPod, s.set.HookMode, s.set.HookTemplate, j.job.Spec)
-		if err != nil {
-			e.finish(ctx, s, r, runnerPod, now, false, ReasonHookError, err.Error())
-			return nil
-		}
-		if _, err := e.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			if apierrors.IsAlreadyExists(err) || apierrors.IsInvalid(err) {
-				e.finish(ctx, s, r, runnerPod, now, false, ReasonHookError, err.Error())
-				return nil
-			}
-			return fmt.Errorf("creating workflow pod %s: %w", pod.Name, err)
-		}
-		j.workflow, j.created = pod.Name, now
+		e.prepareJob(ctx, s, r, runnerPod, now)
 	default:
-		wf, err := e.pods.Pods(s.set.Namespace).Get(j.workflow)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		if wf != nil && wf.Labels[RunnerPodLabel] != r.name {
-			wf = nil
+		wf, _ := e.pods.Pods(s.set.Namespace).Get(j.workflow)
+		if wf != nil && wf.UID != j.workflowUID {
+			wf = nil // another incarnation's, of the same name
 		}
 		if wf != nil {
 			j.seen = true
@@ -92,14 +84,49 @@ func (e *Emulator) advance(ctx context.Context, s *setState, r *runner, runnerPo
 			e.finish(ctx, s, r, runnerPod, now, false, reason, msg)
 		}
 	}
-	return nil
 }
 
-// finish records the job's result and cleans up as the hook and runner do:
-// the workflow pod is deleted (grace 0), the runner exits 0 (a failed job is
-// reported to GitHub, the ephemeral runner still exits cleanly) and ARC then
-// deletes its pod.
-func (e *Emulator) finish(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration, ok bool, reason, message string) {
+// prepareJob is the hook's prepare_job: it prunes the pods labelled
+// runner-pod=<runner> (a failed incarnation's workflow pod), then creates the
+// workflow pod. If one of its API calls fails, so does the job: the hook
+// does not retry.
+func (e *Emulator) prepareJob(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration) {
+	j := r.job
+	pods := e.client.CoreV1().Pods(s.set.Namespace)
+	stale, err := pods.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{RunnerPodLabel: r.name}).String()})
+	if err != nil {
+		e.finish(ctx, s, r, runnerPod, now, false, ReasonHookAPIError, "pruning pods: "+err.Error())
+		return
+	}
+	zero := int64(0)
+	for i := range stale.Items {
+		p := &stale.Items[i]
+		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			e.finish(ctx, s, r, runnerPod, now, false, ReasonHookAPIError, "pruning pods: "+err.Error())
+			return
+		}
+		klog.FromContext(ctx).V(2).Info("Hook pruned a pod of the runner", "pod", klog.KObj(p), "runner", klog.KObj(runnerPod))
+	}
+	pod, err := WorkflowPod(runnerPod, s.set.HookMode, s.set.HookTemplate, j.job.Spec)
+	if err != nil {
+		e.finish(ctx, s, r, runnerPod, now, false, ReasonHookError, err.Error())
+		return
+	}
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err) || apierrors.IsInvalid(err):
+		e.finish(ctx, s, r, runnerPod, now, false, ReasonHookError, err.Error())
+		return
+	case err != nil:
+		e.finish(ctx, s, r, runnerPod, now, false, ReasonHookAPIError, "creating the workflow pod: "+err.Error())
+		return
+	}
+	j.workflow, j.workflowUID, j.created = created.Name, created.UID, now
+}
+
+// record adds the result of the job r holds.
+func (e *Emulator) record(r *runner, runnerPod *v1.Pod, now time.Duration, ok bool, reason, message string) {
 	j := r.job
 	res := Result{Job: j.job, Runner: r.name, Node: j.node, Ended: now, Succeeded: ok, Reason: reason, Message: message}
 	if res.Node == "" && runnerPod != nil {
@@ -111,14 +138,25 @@ func (e *Emulator) finish(ctx context.Context, s *setState, r *runner, runnerPod
 		res.Started = -1
 	}
 	e.results = append(e.results, res)
+	e.ended.Add(1)
+}
+
+// finish records the job's result and cleans up as the hook and runner do:
+// the workflow pod is deleted (grace 0), the runner exits 0 (a failed job is
+// reported to GitHub, the ephemeral runner still exits cleanly) and ARC then
+// deletes its pod.
+func (e *Emulator) finish(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration, ok bool, reason, message string) {
+	j := r.job
+	e.record(r, runnerPod, now, ok, reason, message)
 	logger := klog.FromContext(ctx)
+	node := e.results[len(e.results)-1].Node
 	if ok {
-		logger.V(2).Info("Job succeeded", "job", j.job.ID, "runner", r.name, "node", res.Node)
+		logger.V(2).Info("Job succeeded", "job", j.job.ID, "runner", r.name, "node", node)
 	} else {
-		logger.V(2).Info("Job failed", "job", j.job.ID, "runner", r.name, "node", res.Node, "reason", reason, "message", message)
+		logger.V(2).Info("Job failed", "job", j.job.ID, "runner", r.name, "node", node, "reason", reason, "message", message)
 	}
 	if j.workflow != "" {
-		e.deletePod(ctx, s.set.Namespace, j.workflow)
+		e.deletePod(ctx, s.set.Namespace, j.workflow, j.workflowUID)
 	}
 	r.job, r.state, r.since = nil, runnerExiting, now
 	if runnerPod != nil {

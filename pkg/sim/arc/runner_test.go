@@ -68,3 +68,48 @@ func TestRunnerPod(t *testing.T) {
 		})
 	}
 }
+
+func TestRunnerFailure(t *testing.T) {
+	terminated := func(code int32) v1.ContainerStatus {
+		return v1.ContainerStatus{Name: RunnerContainer, State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code, Reason: "Error"}}}
+	}
+	running := v1.ContainerStatus{Name: RunnerContainer, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}
+	tests := map[string]struct {
+		status     v1.PodStatus
+		wantFailed bool
+		wantReason string
+	}{
+		"running": {
+			status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{running}},
+		},
+		"runner container exited 1": {
+			status:     v1.PodStatus{Phase: v1.PodFailed, Reason: "Error", ContainerStatuses: []v1.ContainerStatus{terminated(1)}},
+			wantFailed: true, wantReason: ReasonRunnerFailed,
+		},
+		"rejected by the kubelet OutOfcpu": {
+			status:     v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfcpu", Message: "Pod was rejected"},
+			wantFailed: true, wantReason: "OutOfcpu",
+		},
+		"evicted": {
+			status:     v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", ContainerStatuses: []v1.ContainerStatus{running}},
+			wantFailed: true, wantReason: "Evicted",
+		},
+		"marked failed by the pod garbage collector, container not terminated": {
+			// ARC waits until the pod is deleted, then creates it again.
+			status: v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{running},
+				Conditions: []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "DeletionByPodGC"}}},
+		},
+		"another container terminated": {
+			status: v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{
+				{Name: "sidecar", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 2}}}, running}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			failed, reason, _ := RunnerFailure(&v1.Pod{Status: tc.status})
+			if failed != tc.wantFailed || reason != tc.wantReason {
+				t.Errorf("RunnerFailure = %v, %q; want %v, %q", failed, reason, tc.wantFailed, tc.wantReason)
+			}
+		})
+	}
+}

@@ -3,6 +3,14 @@
 // the pods the kubelet admitted plus the room reserved for workflow pods
 // exceed allocatable. It also records per-node used and reserved capacity
 // over time for the report.
+//
+// A reservation belongs to one runner incarnation: ARC recreates a failed
+// runner pod under the same name, and the failed incarnation's workflow pod
+// may still run. A workflow pod claims the reservation of the runner pod of
+// its label's name created before it (creation timestamps, then the order in
+// which the watch delivered the pods, which is the order of their creation:
+// the checker starts before the run creates any pod), never that of a runner
+// pod created after it.
 package invariant
 
 import (
@@ -51,8 +59,15 @@ type Checker struct {
 	mu          sync.Mutex
 	allocatable map[string]v1.ResourceList
 	pods        map[types.UID]*v1.Pod
-	// claimed holds the runners whose workflow pod has been on the node.
-	claimed    map[types.NamespacedName]bool
+	// seq numbers the pods in the order the watch first delivered them.
+	seq     map[types.UID]uint64
+	nextSeq uint64
+	// claimed holds the runner incarnations (pod UIDs) whose workflow pod
+	// has been on a node.
+	claimed map[types.UID]bool
+	// flagged holds the pods whose reservation record was reported as not
+	// theirs.
+	flagged    map[types.UID]bool
 	samples    map[string][]Sample
 	violations []Violation
 }
@@ -62,16 +77,39 @@ type Checker struct {
 func New(clock Clock, nodes map[string]v1.ResourceList, runnerPodLabel string) *Checker {
 	c := &Checker{
 		clock: clock, runnerLabel: runnerPodLabel,
-		allocatable: nodes,
+		allocatable: map[string]v1.ResourceList{},
 		pods:        map[types.UID]*v1.Pod{},
-		claimed:     map[types.NamespacedName]bool{},
+		seq:         map[types.UID]uint64{},
+		claimed:     map[types.UID]bool{},
+		flagged:     map[types.UID]bool{},
 		samples:     map[string][]Sample{},
 		logger:      klog.Background(),
 	}
-	for n := range nodes {
+	for n, alloc := range nodes {
+		c.allocatable[n] = alloc
 		c.samples[n] = []Sample{{}}
 	}
 	return c
+}
+
+// AddNode starts checking a node that joined the run.
+func (c *Checker) AddNode(name string, allocatable v1.ResourceList) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.allocatable[name] = allocatable
+	if _, ok := c.samples[name]; !ok {
+		c.samples[name] = []Sample{{T: c.clock.Now()}}
+	}
+	c.checkLocked(name)
+}
+
+// RemoveNode stops checking a node that went away: nothing runs there any
+// more, whatever its pods' API objects still say until they are deleted.
+func (c *Checker) RemoveNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.allocatable, name)
+	c.samples[name] = append(c.samples[name], Sample{T: c.clock.Now()})
 }
 
 // Start registers the checker on factory's pod informer.
@@ -103,18 +141,25 @@ func (c *Checker) observe(obj any, deleted bool) {
 	}
 	if deleted {
 		delete(c.pods, pod.UID)
+		delete(c.seq, pod.UID)
+		delete(c.claimed, pod.UID)
+		delete(c.flagged, pod.UID)
 	} else {
+		if _, ok := c.seq[pod.UID]; !ok {
+			c.nextSeq++
+			c.seq[pod.UID] = c.nextSeq
+		}
 		c.pods[pod.UID] = pod
+		c.checkRecordLocked(pod)
 	}
 	touched[pod.Spec.NodeName] = true
-	if runner, ok := pod.Labels[c.runnerLabel]; ok && pod.Spec.NodeName != "" {
+	if _, ok := pod.Labels[c.runnerLabel]; ok && pod.Spec.NodeName != "" && !deleted {
 		// The workflow pod is on the node: from now on it, not the
-		// reservation, accounts for the room (whatever its fate).
-		c.claimed[types.NamespacedName{Namespace: pod.Namespace, Name: runner}] = true
-		for _, p := range c.pods {
-			if p.Namespace == pod.Namespace && p.Name == runner {
-				touched[p.Spec.NodeName] = true
-			}
+		// reservation of its runner incarnation, accounts for the room
+		// (whatever its fate).
+		if runner := c.incarnationLocked(pod); runner != nil && !c.claimed[runner.UID] {
+			c.claimed[runner.UID] = true
+			touched[runner.Spec.NodeName] = true
 		}
 	}
 	for node := range touched {
@@ -124,21 +169,86 @@ func (c *Checker) observe(obj any, deleted bool) {
 	}
 }
 
+// incarnationLocked returns the runner pod a workflow pod belongs to: of
+// the name its label gives, the latest created before it; nil if there is
+// none (the pod's runner incarnation is gone).
+func (c *Checker) incarnationLocked(workflow *v1.Pod) *v1.Pod {
+	name := workflow.Labels[c.runnerLabel]
+	var runner *v1.Pod
+	for _, p := range c.pods {
+		if p.Namespace != workflow.Namespace || p.Name != name || !c.createdBeforeLocked(p, workflow) {
+			continue
+		}
+		if runner == nil || c.createdBeforeLocked(runner, p) {
+			runner = p
+		}
+	}
+	return runner
+}
+
+// reservationLocked returns the reservation recorded on pod if it still
+// holds room: not claimed yet by a workflow pod of this runner incarnation.
+// Every record counts, whatever its runnerUID: in a run only tandem's
+// Bindings write them, so a record that tandem would not honour is a defect
+// to expose, not room to forget (observe flags one whose runnerUID is not
+// its pod's).
+func (c *Checker) reservationLocked(pod *v1.Pod) (workflowreservation.Recorded, bool) {
+	r, ok, err := workflowreservation.RecordedReservation(pod)
+	if !ok || err != nil || c.claimed[pod.UID] {
+		return workflowreservation.Recorded{}, false
+	}
+	return r, true
+}
+
+// checkRecordLocked flags, once per pod, a reservation recorded for another
+// pod UID than the one it is on (or for none): tandem holds nothing for such
+// a record, though its own Binding wrote it.
+func (c *Checker) checkRecordLocked(pod *v1.Pod) {
+	if pod.Spec.NodeName == "" || c.flagged[pod.UID] {
+		return
+	}
+	r, ok, err := workflowreservation.RecordedReservation(pod)
+	if !ok || (err == nil && r.RunnerUID == pod.UID) {
+		return
+	}
+	c.flagged[pod.UID] = true
+	msg := fmt.Sprintf("runner %s/%s (uid %s): reservation recorded for uid %q", pod.Namespace, pod.Name, pod.UID, r.RunnerUID)
+	if err != nil {
+		msg = fmt.Sprintf("runner %s/%s (uid %s): unreadable reservation: %v", pod.Namespace, pod.Name, pod.UID, err)
+	}
+	v := Violation{T: c.clock.Now(), Node: pod.Spec.NodeName, Message: msg}
+	c.violations = append(c.violations, v)
+	c.logger.Error(nil, "INVARIANT VIOLATED: reservation record does not belong to its pod", "node", v.Node, "t", v.T, "detail", msg)
+}
+
+// createdBeforeLocked orders pods by creation: their timestamps (seconds),
+// then the order in which the watch delivered them.
+func (c *Checker) createdBeforeLocked(a, b *v1.Pod) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return c.seq[a.UID] < c.seq[b.UID]
+}
+
 // checkLocked recomputes a node's used and reserved room and records a
 // violation if it exceeds allocatable.
 func (c *Checker) checkLocked(node string) {
 	used, reserved := v1.ResourceList{}, v1.ResourceList{}
+	// parts names what makes up the sums, for a violation's log line.
+	var parts []string
 	for _, p := range c.pods {
 		if p.Spec.NodeName != node || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
 		if p.Status.Phase == v1.PodRunning {
-			addTo(used, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+			req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+			addTo(used, req)
 			addTo(used, v1.ResourceList{v1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
+			parts = append(parts, fmt.Sprintf("%s(uid %s) runs cpu=%s", p.Name, p.UID, req.Cpu()))
 		}
-		if r, ok, err := workflowreservation.RecordedReservation(p); ok && err == nil && r.Node == node &&
-			!c.claimed[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] {
+		if r, ok := c.reservationLocked(p); ok && r.Node == node {
 			addTo(reserved, r.Requests)
+			parts = append(parts, fmt.Sprintf("%s(uid %s) reserves cpu=%s", p.Name, p.UID, r.Requests.Cpu()))
 		}
 	}
 	now := c.clock.Now()
@@ -150,7 +260,8 @@ func (c *Checker) checkLocked(node string) {
 			v := Violation{T: now, Node: node, Message: fmt.Sprintf("%s: admitted %s + reserved %s > allocatable %s",
 				name, show(used, name), show(reserved, name), alloc.String())}
 			c.violations = append(c.violations, v)
-			c.logger.Error(nil, "INVARIANT VIOLATED: node overcommitted", "node", node, "t", now, "detail", v.Message)
+			sort.Strings(parts)
+			c.logger.Error(nil, "INVARIANT VIOLATED: node overcommitted", "node", node, "t", now, "detail", v.Message, "pods", parts)
 		}
 	}
 	s := Sample{
@@ -199,9 +310,8 @@ func (c *Checker) Reservations() []string {
 		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
-		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-		if _, ok, _ := workflowreservation.RecordedReservation(p); ok && !c.claimed[key] {
-			out = append(out, key.String())
+		if _, ok := c.reservationLocked(p); ok {
+			out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}.String())
 		}
 	}
 	sort.Strings(out)

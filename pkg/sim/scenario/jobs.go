@@ -18,6 +18,9 @@ type Generator struct {
 	Count int   `json:"count"`
 	// ScaleSet runs the jobs (default: the first scale set).
 	ScaleSet string `json:"scaleSet,omitempty"`
+	// ScaleSets, if set, spreads the jobs over these sets at random
+	// instead.
+	ScaleSets []string `json:"scaleSets,omitempty"`
 	// Start is the first arrival.
 	Start metav1.Duration `json:"start,omitempty"`
 	// MeanInterarrival is the mean gap between bursts.
@@ -37,6 +40,14 @@ func (g *Generator) validate(sets map[string]bool) []error {
 	}
 	if g.ScaleSet != "" && !sets[g.ScaleSet] {
 		errs = append(errs, fmt.Errorf("generate: unknown scale set %q", g.ScaleSet))
+	}
+	for _, s := range g.ScaleSets {
+		if !sets[s] {
+			errs = append(errs, fmt.Errorf("generate: unknown scale set %q", s))
+		}
+	}
+	if g.ScaleSet != "" && len(g.ScaleSets) > 0 {
+		errs = append(errs, fmt.Errorf("generate: set scaleSet or scaleSets, not both"))
 	}
 	if g.MinDuration.Duration <= 0 || g.MaxDuration.Duration < g.MinDuration.Duration {
 		errs = append(errs, fmt.Errorf("generate: want 0 < minDuration <= maxDuration"))
@@ -81,7 +92,7 @@ func (s *Scenario) Stream(seed int64) []Arrival {
 		if set == "" {
 			set = first
 		}
-		out = append(out, g.generate(rand.New(rand.NewSource(seed)), set)...)
+		out = append(out, g.generate(rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed+1)), set)...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 	for i := range out {
@@ -90,7 +101,7 @@ func (s *Scenario) Stream(seed int64) []Arrival {
 	return out
 }
 
-func (g *Generator) generate(r *rand.Rand, set string) []Arrival {
+func (g *Generator) generate(r, sets *rand.Rand, set string) []Arrival {
 	burst := max(g.Burst, 1)
 	at := g.Start.Duration
 	span := g.MaxDuration.Duration - g.MinDuration.Duration
@@ -101,10 +112,16 @@ func (g *Generator) generate(r *rand.Rand, set string) []Arrival {
 			if span > 0 {
 				d += time.Duration(r.Int63n(int64(span)))
 			}
-			out = append(out, Arrival{
+			a := Arrival{
 				At: at, Duration: d.Round(time.Second), ScaleSet: set,
 				Container: r.Float64() >= g.WithoutContainer,
-			})
+			}
+			if len(g.ScaleSets) > 0 {
+				// From a generator of its own: spreading jobs over sets
+				// changes no arrival or duration.
+				a.ScaleSet = g.ScaleSets[sets.Intn(len(g.ScaleSets))]
+			}
+			out = append(out, a)
 		}
 		at += time.Duration(r.ExpFloat64() * float64(g.MeanInterarrival.Duration)).Round(time.Second)
 	}

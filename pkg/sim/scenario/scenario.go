@@ -26,10 +26,17 @@ type Scenario struct {
 	TimeScale float64 `json:"timeScale,omitempty"`
 	// Scoring is NodeResourcesFit's scoring strategy for every scheduler
 	// under test: LeastAllocated (kube-scheduler's default) or MostAllocated.
-	Scoring   string     `json:"scoring,omitempty"`
-	Nodes     []NodePool `json:"nodes"`
-	ScaleSets []ScaleSet `json:"scaleSets"`
-	Jobs      Jobs       `json:"jobs"`
+	Scoring string `json:"scoring,omitempty"`
+	// StorageTopology is what the runners' work volumes are pinned to once
+	// provisioned: hostname (node-local disks, local-path; the default) or
+	// zone (zonal disks: EBS gp3, GKE standard-rwo; nodes need a
+	// topology.kubernetes.io/zone label).
+	StorageTopology string     `json:"storageTopology,omitempty"`
+	Nodes           []NodePool `json:"nodes"`
+	ScaleSets       []ScaleSet `json:"scaleSets"`
+	Jobs            Jobs       `json:"jobs"`
+	// Chaos is what `make chaos` injects; other tools ignore it.
+	Chaos *Chaos `json:"chaos,omitempty"`
 }
 
 // NodePool is Count identical nodes named <name>-<i>.
@@ -124,6 +131,11 @@ func (s *Scenario) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("scoring %q: want LeastAllocated or MostAllocated", s.Scoring))
 	}
+	switch s.StorageTopology {
+	case "", "hostname", "zone":
+	default:
+		errs = append(errs, fmt.Errorf("storageTopology %q: want hostname or zone", s.StorageTopology))
+	}
 	if len(s.Nodes) == 0 {
 		errs = append(errs, errors.New("no nodes"))
 	}
@@ -158,6 +170,9 @@ func (s *Scenario) validate() error {
 	}
 	if len(s.Jobs.List) == 0 && s.Jobs.Generate == nil {
 		errs = append(errs, errors.New("no jobs"))
+	}
+	if s.Chaos != nil {
+		errs = append(errs, s.Chaos.validate()...)
 	}
 	return errors.Join(errs...)
 }

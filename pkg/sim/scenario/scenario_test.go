@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestSeedScenario(t *testing.T) {
@@ -45,12 +46,38 @@ jobs: {list: [{at: 0s, duration: 10s}]}
 		from, to string
 		wantErr  string
 	}{
-		"unknown hook mode": {from: "hookMode: novolume", to: "hookMode: v0.9", wantErr: `hookMode "v0.9"`},
-		"unknown field":     {from: "maxRunners: 1", to: "maxRunners: 1, maxRunner: 2", wantErr: "unknown field"},
-		"unknown scale set": {from: "duration: 10s", to: "duration: 10s, scaleSet: nope", wantErr: `unknown scale set "nope"`},
-		"no nodes":          {from: `[{name: n, count: 1, capacity: {cpu: "1"}}]`, to: "[]", wantErr: "no nodes"},
-		"bad scoring":       {from: "name: x", to: "name: x\nscoring: Random", wantErr: `scoring "Random"`},
-		"min above max":     {from: "maxRunners: 1", to: "maxRunners: 1, minRunners: 2", wantErr: "minRunners"},
+		"unknown hook mode":  {from: "hookMode: novolume", to: "hookMode: v0.9", wantErr: `hookMode "v0.9"`},
+		"unknown field":      {from: "maxRunners: 1", to: "maxRunners: 1, maxRunner: 2", wantErr: "unknown field"},
+		"unknown scale set":  {from: "duration: 10s", to: "duration: 10s, scaleSet: nope", wantErr: `unknown scale set "nope"`},
+		"no nodes":           {from: `[{name: n, count: 1, capacity: {cpu: "1"}}]`, to: "[]", wantErr: "no nodes"},
+		"bad scoring":        {from: "name: x", to: "name: x\nscoring: Random", wantErr: `scoring "Random"`},
+		"min above max":      {from: "maxRunners: 1", to: "maxRunners: 1, minRunners: 2", wantErr: "minRunners"},
+		"chaos without runs": {from: "name: x", to: "name: x\nchaos: {runs: []}", wantErr: "chaos: no runs"},
+		"chaos: leader kills of one replica": {
+			from: "name: x", to: "name: x\nchaos: {runs: [{name: a, leaderElection: true, faults: {leaderKills: 1}}]}",
+			wantErr: "leaderKills need leaderElection and 2 replicas",
+		},
+		"chaos: two replicas without leader election": {
+			from: "name: x", to: "name: x\nchaos: {runs: [{name: a, replicas: 2, faults: {kills: 1}}]}",
+			wantErr: "several replicas need leaderElection",
+		},
+		"chaos: unknown fault": {
+			from: "name: x", to: "name: x\nchaos: {runs: [{name: a, faults: {meteorites: 1}}]}", wantErr: "unknown field",
+		},
+		"chaos: duplicate run": {
+			from: "name: x", to: "name: x\nchaos: {runs: [{name: a, faults: {}}, {name: a, faults: {}}]}", wantErr: `run "a": want a unique name`,
+		},
+		"chaos: restart delay": {
+			from: "name: x", to: "name: x\nchaos: {restartDelay: {min: 2s, max: 1s}, runs: [{name: a, faults: {}}]}", wantErr: "restartDelay",
+		},
+		"generator: scaleSets and scaleSet": {
+			from: "jobs: {list: [{at: 0s, duration: 10s}]}", to: "jobs: {generate: {count: 2, scaleSet: s, scaleSets: [s], minDuration: 1s, maxDuration: 2s}}",
+			wantErr: "not both",
+		},
+		"generator: unknown set in scaleSets": {
+			from: "jobs: {list: [{at: 0s, duration: 10s}]}", to: "jobs: {generate: {count: 2, scaleSets: [s, t], minDuration: 1s, maxDuration: 2s}}",
+			wantErr: `unknown scale set "t"`,
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -59,5 +86,60 @@ jobs: {list: [{at: 0s, duration: 10s}]}
 				t.Errorf("Parse error = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestChaosScenario(t *testing.T) {
+	s, err := Load("../../../test/scenarios/chaos.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Chaos == nil || len(s.Chaos.Runs) != 2 {
+		t.Fatalf("chaos section = %+v, want two runs", s.Chaos)
+	}
+	want := map[string]Faults{
+		"kill":     {Kills: 10, RunnerFailures: 4, NodeDeletions: 2},
+		"failover": {LeaderKills: 5, APIServerRestarts: 1, RunnerFailures: 4, NodeDeletions: 2},
+	}
+	for _, r := range s.Chaos.Runs {
+		if diff := cmp.Diff(want[r.Name], r.Faults); diff != "" {
+			t.Errorf("run %s faults (-want,+got):\n%s", r.Name, diff)
+		}
+	}
+	jobs := s.Stream(0)
+	if len(jobs) < 500 {
+		t.Errorf("%d jobs, want at least 500", len(jobs))
+	}
+	perSet := map[string]int{}
+	for _, j := range jobs {
+		perSet[j.ScaleSet]++
+	}
+	for _, set := range []string{"arc-pinned", "arc-kube"} {
+		if n := perSet[set]; n < len(jobs)/3 {
+			t.Errorf("scale set %s has %d of %d jobs, want the stream spread over both sets", set, n, len(jobs))
+		}
+	}
+}
+
+// Spreading jobs over scale sets changes no arrival or duration.
+func TestGeneratorScaleSets(t *testing.T) {
+	base := Scenario{ScaleSets: []ScaleSet{{Name: "a"}, {Name: "b"}}, Jobs: Jobs{Generate: &Generator{
+		Seed: 3, Count: 50, MeanInterarrival: metav1.Duration{Duration: 10 * time.Second},
+		MinDuration: metav1.Duration{Duration: time.Minute}, MaxDuration: metav1.Duration{Duration: 2 * time.Minute},
+	}}}
+	spread := base
+	g := *base.Jobs.Generate
+	g.ScaleSets = []string{"a", "b"}
+	spread.Jobs.Generate = &g
+	one, both := base.Stream(0), spread.Stream(0)
+	sets := map[string]int{}
+	for i := range one {
+		if one[i].At != both[i].At || one[i].Duration != both[i].Duration || one[i].ScaleSet != "a" {
+			t.Fatalf("job %d: %+v without scaleSets, %+v with: want the same times, set a without", i, one[i], both[i])
+		}
+		sets[both[i].ScaleSet]++
+	}
+	if sets["a"] == 0 || sets["b"] == 0 {
+		t.Errorf("jobs per set = %v, want both sets used", sets)
 	}
 }

@@ -4,30 +4,42 @@
 // gp3 on EKS, standard-rwo on GKE, local-path):
 //   - the ephemeral volume controller creates "<pod>-<volume>" PVCs for
 //     generic ephemeral volumes, owned by the pod;
-//   - a node-local dynamic provisioner plus the PV controller's binding: once
-//     the scheduler selects a node (annotation volume.kubernetes.io/selected-node)
-//     it creates a PV with node affinity to that node and binds the claim;
+//   - a dynamic provisioner plus the PV controller's binding: once the
+//     scheduler selects a node (annotation volume.kubernetes.io/selected-node)
+//     it creates a PV with node affinity to that node (or its zone, see
+//     Controller.TopologyKey) and binds the claim; a selected node that is
+//     gone is dropped so the scheduler picks another;
 //   - the garbage collector, pvc-protection and the Delete reclaim policy:
 //     a deleted pod's claims go, and their volumes with them.
+//
+// Like the real controllers, it retries a write that fails until it goes
+// through (an apiserver restart loses none), and it creates a pod's claim
+// once an older claim of the same name, owned by a previous pod of the same
+// name, is gone (ARC recreates a failed runner pod under its name).
 package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
+	clientretry "k8s.io/client-go/util/retry"
 	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/retry"
 )
 
 // Provisioner is the provisioner name of the simulator's StorageClass.
@@ -47,23 +59,34 @@ func StorageClass(name string) *storagev1.StorageClass {
 type Controller struct {
 	client kubernetes.Interface
 	class  string
+	// TopologyKey is the node label the volumes it provisions are pinned to:
+	// kubernetes.io/hostname (node-local disks, local-path; the default) or
+	// topology.kubernetes.io/zone (zonal disks: EBS gp3, GKE standard-rwo).
+	TopologyKey string
+	pods        corelisters.PodLister
+	nodes       corelisters.NodeLister
+	writes      *retry.Queue
 }
 
 // New returns a controller for the StorageClass class.
 func New(client kubernetes.Interface, class string) *Controller {
-	return &Controller{client: client, class: class}
+	return &Controller{client: client, class: class, TopologyKey: v1.LabelHostname, writes: retry.New(0)}
 }
 
-// Start registers the handlers on factory's informers; the caller starts it.
+// Start registers the handlers on factory's informers and retries failed
+// writes until ctx ends; the caller starts the factory.
 func (c *Controller) Start(ctx context.Context, factory informers.SharedInformerFactory) error {
 	logger := klog.FromContext(ctx)
+	c.pods = factory.Core().V1().Pods().Lister()
+	c.nodes = factory.Core().V1().Nodes().Lister()
+	go c.writes.Run(ctx)
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.onPodAdd(ctx, logger, obj) },
+		AddFunc: func(obj any) { c.onPodAdd(ctx, obj) },
 		DeleteFunc: func(obj any) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			c.onPodDelete(ctx, logger, obj)
+			c.onPodDelete(ctx, obj)
 		},
 	}); err != nil {
 		return err
@@ -75,14 +98,14 @@ func (c *Controller) Start(ctx context.Context, factory informers.SharedInformer
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			c.onClaimDelete(ctx, logger, obj)
+			c.onClaimDelete(ctx, obj)
 		},
 	})
 	return err
 }
 
 // onPodAdd is the ephemeral volume controller.
-func (c *Controller) onPodAdd(ctx context.Context, logger klog.Logger, obj any) {
+func (c *Controller) onPodAdd(ctx context.Context, obj any) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		return
@@ -106,14 +129,54 @@ func (c *Controller) onPodAdd(ctx context.Context, logger klog.Logger, obj any) 
 			},
 			Spec: *tmpl.Spec.DeepCopy(),
 		}
-		if _, err := c.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			logger.Error(err, "Creating ephemeral volume claim", "pod", klog.KObj(pod), "claim", claim.Name)
-		}
+		c.writes.Do(ctx, "claim/"+string(pod.UID)+"/"+claim.Name, func(ctx context.Context) error {
+			_, err := c.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Create(ctx, claim, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return c.claimTaken(ctx, pod, claim.Name)
+			}
+			return err
+		})
 	}
 }
 
-// onPodDelete is the garbage collector for the pod's ephemeral claims.
-func (c *Controller) onPodDelete(ctx context.Context, logger klog.Logger, obj any) {
+var errClaimGone = errors.New("claim deleted meanwhile, create it again")
+
+// claimTaken handles a claim name already taken: by ours (an earlier try
+// went through), or by the claim of an older pod of the same name. If that
+// pod is gone, the claim is deleted, as the garbage collector would, and the
+// create is retried; if it is not gone yet, onClaimDelete creates ours once
+// its claim goes.
+func (c *Controller) claimTaken(ctx context.Context, pod *v1.Pod, name string) error {
+	claims := c.client.CoreV1().PersistentVolumeClaims(pod.Namespace)
+	existing, err := claims.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return errClaimGone
+	case err != nil:
+		return err
+	case metav1.IsControlledBy(existing, pod):
+		return nil
+	}
+	owner := metav1.GetControllerOf(existing)
+	if owner == nil || owner.Kind != "Pod" {
+		return nil
+	}
+	if current, err := c.pods.Pods(pod.Namespace).Get(owner.Name); err == nil && current.UID == owner.UID {
+		return nil // its pod still runs
+	}
+	if err := c.dropFinalizers(ctx, name, pod.Namespace, false); err != nil {
+		return fmt.Errorf("removing claim finalizers: %w", err)
+	}
+	err = claims.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &existing.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
+	}
+	return errClaimGone
+}
+
+// onPodDelete is the garbage collector for the pod's ephemeral claims: it
+// deletes the claims the pod owns (not a newer pod's of the same name).
+func (c *Controller) onPodDelete(ctx context.Context, obj any) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		return
@@ -124,16 +187,34 @@ func (c *Controller) onPodDelete(ctx context.Context, logger klog.Logger, obj an
 			continue
 		}
 		name := ephemeral.VolumeClaimName(pod, vol)
-		// pvc-protection: no other pod uses it once its runner is gone
-		// (the hook deleted the workflow pod first).
-		if err := c.dropFinalizers(ctx, name, pod.Namespace, false); err != nil {
-			logger.Error(err, "Removing claim finalizers", "claim", klog.KRef(pod.Namespace, name))
-		}
-		err := c.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			logger.Error(err, "Deleting ephemeral volume claim", "claim", klog.KRef(pod.Namespace, name))
-		}
+		c.writes.Do(ctx, "gc/"+string(pod.UID)+"/"+name, func(ctx context.Context) error {
+			return c.deleteOwnedClaim(ctx, pod, name)
+		})
 	}
+}
+
+func (c *Controller) deleteOwnedClaim(ctx context.Context, pod *v1.Pod, name string) error {
+	claims := c.client.CoreV1().PersistentVolumeClaims(pod.Namespace)
+	claim, err := claims.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(claim, pod) {
+		return nil
+	}
+	// pvc-protection: no other pod uses it once its runner is gone (the
+	// hook deleted the workflow pod first).
+	if err := c.dropFinalizers(ctx, name, pod.Namespace, false); err != nil {
+		return fmt.Errorf("removing claim finalizers: %w", err)
+	}
+	err = claims.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &claim.UID}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // onClaim provisions and binds a claim of our class once a node is selected.
@@ -146,16 +227,34 @@ func (c *Controller) onClaim(ctx context.Context, logger klog.Logger, obj any) {
 	if node == "" || claim.Spec.VolumeName != "" {
 		return
 	}
-	if err := c.provision(ctx, claim, node); err != nil {
-		logger.Error(err, "Provisioning", "claim", klog.KObj(claim), "node", node)
-		return
-	}
-	logger.V(4).Info("Provisioned and bound", "claim", klog.KObj(claim), "node", node)
+	c.writes.Do(ctx, "provision/"+string(claim.UID), func(ctx context.Context) error {
+		if err := c.provision(ctx, claim, node); err != nil {
+			return fmt.Errorf("provisioning claim %s on node %s: %w", klog.KObj(claim), node, err)
+		}
+		logger.V(4).Info("Provisioned and bound", "claim", klog.KObj(claim), "node", node)
+		return nil
+	})
 }
 
 func pvName(claim *v1.PersistentVolumeClaim) string { return "pvc-" + string(claim.UID) }
 
 func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) error {
+	n, err := c.nodes.Get(node)
+	if apierrors.IsNotFound(err) {
+		n, err = c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		// external-provisioner's answer to a selected node that is gone:
+		// drop the annotation, so the scheduler picks another node.
+		return c.reschedule(ctx, claim)
+	}
+	if err != nil {
+		return err
+	}
+	key, value := c.TopologyKey, n.Labels[c.TopologyKey]
+	if value == "" {
+		key, value = v1.LabelHostname, node
+	}
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        pvName(claim),
@@ -172,7 +271,7 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 			},
 			PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/var/lib/sim-local/" + string(claim.UID)}},
 			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: v1.NodeSelectorOpIn, Values: []string{value}}},
 			}}}},
 		},
 	}
@@ -187,8 +286,11 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	if _, err := c.client.CoreV1().PersistentVolumes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("volume status: %w", err)
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return clientretry.RetryOnConflict(clientretry.DefaultRetry, func() error {
 		cur, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile
+		}
 		if err != nil {
 			return err
 		}
@@ -211,17 +313,48 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	})
 }
 
-// onClaimDelete reclaims the claim's volume (policy Delete).
-func (c *Controller) onClaimDelete(ctx context.Context, logger klog.Logger, obj any) {
+// reschedule removes the claim's selected-node annotation.
+func (c *Controller) reschedule(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
+	patch := []byte(`{"metadata":{"annotations":{"` + volume.AnnSelectedNode + `":null}}}`)
+	_, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	klog.FromContext(ctx).V(2).Info("Selected node is gone; rescheduling the claim", "claim", klog.KObj(claim), "node", claim.Annotations[volume.AnnSelectedNode])
+	return err
+}
+
+// onClaimDelete reclaims the claim's volume (policy Delete), and creates
+// the claim of a newer pod of the same name that had to wait for this one to
+// go.
+func (c *Controller) onClaimDelete(ctx context.Context, obj any) {
 	claim, ok := obj.(*v1.PersistentVolumeClaim)
-	if !ok || claim.Spec.VolumeName == "" {
+	if !ok {
 		return
 	}
-	if err := c.dropFinalizers(ctx, claim.Spec.VolumeName, "", true); err != nil {
-		logger.Error(err, "Removing volume finalizers", "volume", claim.Spec.VolumeName)
+	if pv := claim.Spec.VolumeName; pv != "" {
+		c.writes.Do(ctx, "reclaim/"+pv, func(ctx context.Context) error {
+			if err := c.dropFinalizers(ctx, pv, "", true); err != nil {
+				return fmt.Errorf("removing volume finalizers: %w", err)
+			}
+			err := c.client.CoreV1().PersistentVolumes().Delete(ctx, pv, metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
 	}
-	if err := c.client.CoreV1().PersistentVolumes().Delete(ctx, claim.Spec.VolumeName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		logger.Error(err, "Deleting volume", "volume", claim.Spec.VolumeName)
+	pods, err := c.pods.Pods(claim.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, pod := range pods {
+		for i := range pod.Spec.Volumes {
+			vol := &pod.Spec.Volumes[i]
+			if vol.Ephemeral != nil && ephemeral.VolumeClaimName(pod, vol) == claim.Name && !metav1.IsControlledBy(claim, pod) {
+				c.onPodAdd(ctx, pod)
+			}
+		}
 	}
 }
 

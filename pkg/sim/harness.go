@@ -1,0 +1,188 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
+	"github.com/tandem-scheduler/tandem/pkg/sim/clock"
+	"github.com/tandem-scheduler/tandem/pkg/sim/invariant"
+	"github.com/tandem-scheduler/tandem/pkg/sim/kubelet"
+	"github.com/tandem-scheduler/tandem/pkg/sim/podgc"
+	"github.com/tandem-scheduler/tandem/pkg/sim/report"
+	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+	"github.com/tandem-scheduler/tandem/pkg/sim/storage"
+)
+
+// Harness is one run of a scenario without its scheduler: the namespace and
+// nodes, the kubelet, storage, pod garbage collector and ARC emulators, and
+// the invariant checker, all watching the run's namespace. The caller starts
+// the scheduler under test against it, then Emulate runs the job stream and
+// Report sums the run up. Run does that with an in-process scheduler;
+// pkg/sim/chaos with scheduler processes it kills.
+type Harness struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// Factory's informers watch the namespace's pods (and all nodes); it
+	// is started and synced. Handlers may be added to it.
+	Factory  informers.SharedInformerFactory
+	Clock    *clock.Clock
+	Kubelet  *kubelet.Kubelet
+	Checker  *invariant.Checker
+	Emulator *arc.Emulator
+	// Seed is the job stream's.
+	Seed int64
+
+	kind    Kind
+	env     *environment
+	started time.Time
+	stop    context.CancelFunc
+	logger  klog.Logger
+}
+
+// NewHarness creates the run's namespace, nodes and hook template
+// ConfigMaps, and starts its emulators and checker until Close or the end
+// of ctx.
+func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k Kind, opts Options) (*Harness, error) {
+	logger := klog.FromContext(ctx).WithValues("scheduler", k)
+	ctx = klog.NewContext(ctx, logger)
+	scale := sc.TimeScale
+	if opts.TimeScale > 0 {
+		scale = opts.TimeScale
+	}
+	seed := opts.Seed
+	if seed == 0 && sc.Jobs.Generate != nil {
+		seed = sc.Jobs.Generate.Seed
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := rand.New(rand.NewSource(seed))
+	// Namespaces outlive a run (no namespace controller deletes them): a
+	// new one per run, whatever the scenario and seed.
+	ns := namespaceName(sc.Name, k)
+	h := &Harness{
+		Client: client, Namespace: ns, Seed: seed, kind: k, started: time.Now(), logger: logger,
+		env: newEnvironment(client, ns),
+	}
+	ctx, h.stop = context.WithCancel(ctx)
+	if err := h.env.setUp(ctx, sc); err != nil {
+		h.Close()
+		return nil, err
+	}
+	sets, timing, err := scaleSets(sc, k, ns, r)
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	for _, s := range sets {
+		if cm := s.ConfigMap(); cm != nil {
+			if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				h.Close()
+				return nil, fmt.Errorf("creating hook template ConfigMap: %w", err)
+			}
+		}
+	}
+
+	h.Clock = clock.New(scale)
+	go h.Clock.WatchStalls(ctx, func(d time.Duration) {
+		logger.Info("The host stalled; simulated time held", "for", d)
+	})
+	h.Factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+	h.Kubelet = kubelet.New(client)
+	h.Checker = invariant.New(h.Clock, h.env.live(), arc.RunnerPodLabel)
+	volumes := storage.New(client, StorageClassName)
+	if sc.StorageTopology == "zone" {
+		volumes.TopologyKey = v1.LabelTopologyZone
+	}
+	for _, start := range []func(context.Context, informers.SharedInformerFactory) error{
+		h.Kubelet.Start, volumes.Start, podgc.New(client, h.Clock).Start, h.Checker.Start,
+	} {
+		if err := start(ctx, h.Factory); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
+	h.Factory.Start(ctx.Done())
+	h.Factory.WaitForCacheSync(ctx.Done())
+	h.Emulator = arc.NewEmulator(client, h.Factory.Core().V1().Pods().Lister(), h.Clock, h.Kubelet, seed, sets, timing, arcJobs(sc.Stream(seed)))
+	return h, nil
+}
+
+// Close stops the emulators and informers and removes the run's pods,
+// claims, volumes and nodes.
+func (h *Harness) Close() {
+	h.stop()
+	if h.Factory != nil {
+		h.Factory.Shutdown()
+	}
+	h.env.cleanup(h.logger)
+}
+
+// Emulate runs the job stream, simulated time starting now, until every job
+// has ended and ARC has scaled to zero. On error it returns the results of
+// the jobs that ended.
+func (h *Harness) Emulate(ctx context.Context) ([]arc.Result, error) {
+	ctx = klog.NewContext(ctx, h.logger)
+	h.Clock.Reset()
+	return h.Emulator.Run(ctx)
+}
+
+// Report probes every node for room still held by the scheduler under test
+// (see probe) and sums the run up.
+func (h *Harness) Report(ctx context.Context, results []arc.Result) (report.Run, error) {
+	samples := h.Checker.Samples()
+	blocked, err := probe(ctx, h.Client, h.Namespace, h.kind.SchedulerName(), h.env.live())
+	if err != nil {
+		return report.Run{}, err
+	}
+	run := report.NewRun(string(h.kind), results, samples, h.env.everyNode())
+	for _, v := range h.Checker.Violations() {
+		run.Violations = append(run.Violations, fmt.Sprintf("t=%.0fs node %s: %s", v.T.Seconds(), v.Node, v.Message))
+	}
+	run.InvariantViolations = len(run.Violations)
+	run.ReservationsLeft = len(h.Checker.Reservations()) + len(blocked)
+	run.WallSeconds = float64(time.Since(h.started).Round(100*time.Millisecond)) / float64(time.Second)
+	if len(blocked) > 0 {
+		h.logger.Error(nil, "Room still held after every runner finished", "nodes", blocked)
+	}
+	return run, nil
+}
+
+// Nodes returns the run's nodes now (deleted ones excluded), sorted.
+func (h *Harness) Nodes() []string { return h.env.names() }
+
+// ReplaceNode deletes node as when its machine goes away, and adds a fresh
+// node of the same pool under a new name, so the run keeps its capacity:
+// the runners on it die (their jobs fail, arc.ReasonNodeDeleted), its
+// kubelet stops, the invariant checker stops checking it, and the Node
+// object is deleted; the pod garbage collector deletes its pods later. It
+// returns the new node's name and the runner pods that were lost.
+func (h *Harness) ReplaceNode(ctx context.Context, node string) (string, []string, error) {
+	lost, err := h.Emulator.NodeLost(ctx, node)
+	if err != nil {
+		return "", nil, err
+	}
+	h.Kubelet.NodeLost(node)
+	h.Checker.RemoveNode(node)
+	if err := h.env.deleteNode(ctx, node); err != nil {
+		return "", lost, err
+	}
+	name, alloc, err := h.env.addNodeLike(ctx, node)
+	if err != nil {
+		return "", lost, err
+	}
+	h.Checker.AddNode(name, alloc)
+	h.logger.V(2).Info("Replaced node", "node", node, "replacement", name, "runnersLost", lost)
+	return name, lost, nil
+}
