@@ -18,6 +18,11 @@ all: build
 build:
 	source hack/lib/version.sh && $(GO) build -ldflags "$$TANDEM_LDFLAGS" -o bin/tandem-scheduler ./cmd/tandem-scheduler
 
+## kubectl-tandem: the kubectl plugin (cmd/kubectl-tandem, its own Go module) into bin/
+.PHONY: kubectl-tandem
+kubectl-tandem:
+	cd cmd/kubectl-tandem && $(GO) build -o ../../bin/kubectl-tandem .
+
 ## control-plane: etcd and kube-apiserver into bin/ (cold: a few minutes, then seconds)
 .PHONY: control-plane
 control-plane:
@@ -44,7 +49,7 @@ chaos: control-plane build
 
 ## test: unit and integration tests (integration tests run real etcd + kube-apiserver); the plugin's unit tests also with -race
 .PHONY: test
-test: control-plane build verify test-tools
+test: control-plane build verify test-tools test-kubectl-tandem
 	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/leadership/...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./pkg/workflowreservation/
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
@@ -63,8 +68,13 @@ fuzz:
 
 ## test-unit: unit tests only
 .PHONY: test-unit
-test-unit:
+test-unit: test-kubectl-tandem
 	$(GO) test -count=1 ./pkg/... ./cmd/...
+
+## test-kubectl-tandem: vet and unit-test the kubectl plugin's module (its integration test is in test/integration)
+.PHONY: test-kubectl-tandem
+test-kubectl-tandem:
+	cd cmd/kubectl-tandem && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # kube-apiserver versions of make test-compat (v1.35.4, go.mod's, means bin/ itself).
 COMPAT_VERSIONS ?= v1.36.3 v1.37.2
@@ -91,6 +101,7 @@ verify: lint
 lint:
 	cd hack/tools/lint && $(GO) build -o ../../../bin/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	bin/golangci-lint run ./...
+	cd cmd/kubectl-tandem && ../../bin/golangci-lint run --config ../../.golangci.yaml ./...
 
 ## local-up: etcd + kube-apiserver + tandem-scheduler in the background; prints the KUBECONFIG line
 .PHONY: local-up

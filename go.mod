@@ -6,6 +6,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4
+	k8s.io/cli-runtime v0.35.4
 	k8s.io/client-go v0.35.4
 	k8s.io/component-base v0.35.4
 	k8s.io/component-helpers v0.35.4
@@ -14,6 +15,21 @@ require (
 	k8s.io/kubernetes v1.35.4
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
 	sigs.k8s.io/yaml v1.6.0
+)
+
+// kubectl-tandem is a module of its own (go install refuses this module's
+// replace directives); test/integration runs it against the control plane.
+require github.com/tandem-scheduler/tandem/cmd/kubectl-tandem v0.0.0-00010101000000-000000000000
+
+require (
+	github.com/go-errors/errors v1.4.2 // indirect
+	github.com/gregjones/httpcache v0.0.0-20190611155906-901d90724c79 // indirect
+	github.com/liggitt/tabwriter v0.0.0-20181228230101-89fcab3d43de // indirect
+	github.com/monochromegane/go-gitignore v0.0.0-20200626010858-205db1a8cc00 // indirect
+	github.com/peterbourgon/diskv v2.0.1+incompatible // indirect
+	github.com/xlab/treeprint v1.2.0 // indirect
+	sigs.k8s.io/kustomize/api v0.20.1 // indirect
+	sigs.k8s.io/kustomize/kyaml v0.20.1 // indirect
 )
 
 require (
@@ -200,3 +216,5 @@ tool (
 	k8s.io/code-generator/cmd/defaulter-gen
 	k8s.io/kubernetes/cmd/kube-apiserver
 )
+
+replace github.com/tandem-scheduler/tandem/cmd/kubectl-tandem => ./cmd/kubectl-tandem

@@ -1,0 +1,204 @@
+package kubectltandem
+
+import (
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Phase is where a reservation is in its life, as tandem's metrics name it.
+type Phase string
+
+const (
+	// PhaseHeld is a reservation whose workflow pod is not on the node
+	// yet: all of the room is held.
+	PhaseHeld Phase = "held"
+	// PhaseClaimed is a reservation whose workflow pod is on the node: only
+	// step headroom is still held.
+	PhaseClaimed Phase = "claimed"
+	// PhaseFinished is a reservation whose workflow pod is gone (finished,
+	// or ran on another node): nothing is held.
+	PhaseFinished Phase = "finished"
+	// PhaseInvalid is a record that may not hold room (Reservation.Invalid
+	// says why): tandem ignores it.
+	PhaseInvalid Phase = "invalid"
+)
+
+// Reservation is one runner's reservation and what it holds now.
+type Reservation struct {
+	Namespace string `json:"namespace"`
+	Runner    string `json:"runner"`
+	// RunnerUID is the runner the reservation was taken for.
+	RunnerUID types.UID `json:"runnerUID"`
+	Node      string    `json:"node"`
+	// Requests is the size: the room held before the workflow pod arrives.
+	Requests v1.ResourceList `json:"requests"`
+	// StepRequests is the step headroom within Requests.
+	StepRequests v1.ResourceList `json:"stepRequests,omitempty"`
+	HostPorts    []string        `json:"hostPorts,omitempty"`
+	// Source is where the size came from (annotation, hook-template,
+	// default).
+	Source string `json:"source"`
+	Phase  Phase  `json:"phase"`
+	// Holds is what the reservation holds on Node now.
+	Holds v1.ResourceList `json:"holds"`
+	// HeldPorts are the host ports it holds now.
+	HeldPorts []string `json:"heldPorts,omitempty"`
+	// StaleWorkflowPods are workflow pods of an earlier runner of the same
+	// name, which never claim the reservation.
+	StaleWorkflowPods []types.UID `json:"staleWorkflowPods,omitempty"`
+	// WorkflowPod is the runner's workflow pod, once there is one.
+	WorkflowPod string `json:"workflowPod,omitempty"`
+	// Since is when the runner was bound (when the reservation was taken).
+	Since time.Time `json:"since"`
+	// Invalid says why the record holds nothing (PhaseInvalid).
+	Invalid string `json:"invalid,omitempty"`
+	// Resized is set on an invalid record of a bound runner of a tandem
+	// profile: tandem's reconciler sizes such a runner again from its
+	// sources and holds that room in the scheduler's memory only (event
+	// WorkflowReservationRepaired), which kubectl-tandem cannot count.
+	Resized bool `json:"resized,omitempty"`
+	// Holders are pods that hold the room on the node themselves: their
+	// requests count as reserved, not as requested. None for records on
+	// runner pods; a placeholder pod of issue 9's mode would be one.
+	Holders []types.UID `json:"holders,omitempty"`
+}
+
+// key is the runner's namespace/name.
+func (r *Reservation) key() string { return r.Namespace + "/" + r.Runner }
+
+// A Source finds the reservations of a snapshot, one per runner, with what
+// each holds now. Today tandem records each reservation on its runner pod
+// (AnnotationSource). The mode of issue 9 holds the room with placeholder
+// pods on the node (labelled e.g. tandem.dev/placeholder-for=<runner>), for
+// the kubelet and autoscalers to see: that will be a second Source, whose
+// reservations name their placeholder pods in Holders.
+type Source interface {
+	Reservations(s *Snapshot) []Reservation
+}
+
+// AnnotationSource reads the tandem.dev/reservation records on runner pods.
+type AnnotationSource struct{}
+
+var _ Source = AnnotationSource{}
+
+// Reservations returns a reservation per runner pod with a record, runners
+// that have finished excepted: tandem released those. A record that may
+// not hold room is returned as PhaseInvalid, holding nothing, so that a
+// record on a pod is never silently left out.
+func (AnnotationSource) Reservations(s *Snapshot) []Reservation {
+	var out []Reservation
+	for _, pod := range s.Pods {
+		if isTerminal(pod) {
+			continue
+		}
+		rec, ok, err := RecordOf(pod)
+		if !ok {
+			continue
+		}
+		r := Reservation{
+			Namespace: pod.Namespace, Runner: pod.Name, RunnerUID: rec.RunnerUID,
+			Node: rec.Node, Requests: rec.Requests, StepRequests: rec.StepRequests,
+			HostPorts: rec.HostPorts, Source: rec.Source, StaleWorkflowPods: rec.StaleWorkflowPods,
+			Since: scheduledSince(pod),
+		}
+		if err != nil {
+			r.Invalid = "unreadable: " + err.Error()
+		} else {
+			r.Invalid = s.rules.invalid(pod, rec)
+		}
+		if r.Invalid != "" {
+			r.Phase = PhaseInvalid
+			r.Resized = s.rules.isRunner(pod) && s.rules.isTandem(pod) && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil
+		} else {
+			u := holds(rec, pod, s.runnerPods(runnerKey(pod)))
+			r.Phase, r.Holds, r.HeldPorts, r.WorkflowPod = u.phase, u.holds, u.ports, u.workflowPod
+		}
+		if r.Holds == nil {
+			r.Holds = v1.ResourceList{}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// resizedNote says what tandem does with a runner whose record is invalid,
+// or that is bound without one.
+const resizedNote = "tandem's reconciler sizes such a runner again from its sources and holds that room in its memory only " +
+	"(its WorkflowReservationRepaired event says how much), which kubectl-tandem does not count"
+
+func runnerKey(pod *v1.Pod) types.NamespacedName {
+	return types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+}
+
+// usage is what a reservation holds, given its runner's pods.
+type usage struct {
+	phase       Phase
+	holds       v1.ResourceList
+	ports       []string
+	workflowPod string
+}
+
+// holds is the plugin's rule (pkg/workflowreservation, holds and
+// runnerPodsOn) seen from the API rather than from the scheduler's memory.
+// Of the pods labelled with the runner's name, only those of this runner
+// incarnation count: created no earlier than the runner pod and not
+// recorded as stale. The workflow pod is the oldest of those labelled
+// directly that is bound; the others on the node are container-step pods.
+//
+//   - no workflow pod bound yet: held, all of the size less what step pods
+//     on the node already use, host ports included;
+//   - the workflow pod on the node: claimed, the step headroom, less what
+//     the workflow pod takes beyond the workflow part, less the requests of
+//     the step pods running there;
+//   - the workflow pod finished, or bound to another node: finished,
+//     nothing.
+//
+// A workflow pod that came and was deleted leaves no trace in the API:
+// such a reservation shows as held until its runner ends, as tandem holds
+// it after a restart (docs/reliability.md).
+func holds(rec Record, runner *v1.Pod, pods []runnerPod) usage {
+	var mine []runnerPod
+	for _, rp := range pods {
+		if !rp.pod.CreationTimestamp.Before(&runner.CreationTimestamp) && !slices.Contains(rec.StaleWorkflowPods, rp.pod.UID) {
+			mine = append(mine, rp)
+		}
+	}
+	var workflow *v1.Pod
+	for _, rp := range mine {
+		if !rp.viaJob && rp.pod.Spec.NodeName != "" {
+			workflow = rp.pod
+			break
+		}
+	}
+	var u usage
+	if workflow == nil {
+		// A workflow pod not bound yet, if any, for the user.
+		for _, rp := range mine {
+			if !rp.viaJob {
+				u.workflowPod = rp.pod.Name
+				break
+			}
+		}
+	} else {
+		u.workflowPod = workflow.Name
+	}
+	var steps v1.ResourceList
+	for _, rp := range mine {
+		if rp.pod != workflow && rp.pod.Spec.NodeName == rec.Node && !isTerminal(rp.pod) {
+			steps = add(steps, podRequests(rp.pod))
+		}
+	}
+	switch {
+	case workflow == nil:
+		u.phase, u.holds, u.ports = PhaseHeld, atLeastZero(sub(rec.Requests, steps)), rec.HostPorts
+	case isTerminal(workflow) || workflow.Spec.NodeName != rec.Node:
+		u.phase, u.holds = PhaseFinished, v1.ResourceList{}
+	default:
+		headroom := atMost(atLeastZero(sub(rec.Requests, podRequests(workflow))), rec.StepRequests)
+		u.phase, u.holds = PhaseClaimed, atLeastZero(sub(headroom, steps))
+	}
+	return u
+}
