@@ -53,6 +53,7 @@ test: control-plane build verify test-tools test-kubectl-tandem
 	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/leadership/...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./pkg/workflowreservation/
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	hack/bench-scheduler.sh short
 
 ## fuzz: every fuzz target (parsers of user input) for FUZZTIME each; `make test` runs their seed corpus
 FUZZTIME ?= 30s
@@ -138,6 +139,11 @@ image:
 .PHONY: bench
 bench: control-plane
 	hack/bench.sh
+
+## bench-scheduler: scheduler_perf, every workload, vanilla vs tandem back to back in alternating order, REPS=7 times (REPS_LARGE=3 at 5,000 nodes); _output/bench/scheduler.json (~70 min)
+.PHONY: bench-scheduler
+bench-scheduler: control-plane
+	hack/bench-scheduler.sh
 
 .PHONY: clean
 clean:
