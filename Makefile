@@ -52,12 +52,13 @@ CHAOS_ARGS ?=
 chaos: control-plane build
 	$(GO) run ./cmd/tandem-chaos --jobs $(CHAOS_JOBS) --seed $(CHAOS_SEED) --out _output/chaos $(CHAOS_ARGS)
 
-## test: unit and integration tests (integration tests run real etcd + kube-apiserver); the plugin's unit tests also with -race; not test/autoscale (make test-autoscale)
+## test: unit and integration tests (integration tests run real etcd + kube-apiserver, test/autoscale the real Karpenter); the plugin's unit tests also with -race
 .PHONY: test
-test: control-plane build verify test-tools test-kubectl-tandem
+test: control-plane build karpenter verify test-tools test-kubectl-tandem
 	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/leadership/...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./pkg/workflowreservation/
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/test/autoscale$$')
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	hack/bench-scheduler.sh short
 
 ## fuzz: every fuzz target (parsers of user input) for FUZZTIME each; `make test` runs their seed corpus
 FUZZTIME ?= 30s
@@ -70,7 +71,7 @@ fuzz:
 	  done; \
 	done
 
-## test-autoscale: the real Karpenter (KWOK provider) on a local control plane with the kubelet emulator (test/autoscale, ~45 s); not in make test: a cold Karpenter build takes minutes
+## test-autoscale: the real Karpenter (KWOK provider) on a local control plane with the kubelet emulator (test/autoscale, ~45 s; make test runs it too)
 .PHONY: test-autoscale
 test-autoscale: control-plane karpenter
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/autoscale/
@@ -148,6 +149,11 @@ image:
 .PHONY: bench
 bench: control-plane
 	hack/bench.sh
+
+## bench-scheduler: scheduler_perf, every workload, vanilla vs tandem back to back in alternating order, REPS=7 times (REPS_LARGE=3 at 5,000 nodes); _output/bench/scheduler.json (~70 min)
+.PHONY: bench-scheduler
+bench-scheduler: control-plane
+	hack/bench-scheduler.sh
 
 .PHONY: clean
 clean:

@@ -6,6 +6,7 @@ package sim
 
 import (
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/inprocess"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
+	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 // Kind is a scheduler under test.
@@ -47,8 +50,36 @@ func (k Kind) SchedulerName() string {
 // (the minimum) for every scheduler: with time scaled N times, kube-scheduler's
 // real-time backoff (1-10s) would otherwise stretch into minutes of simulated
 // time.
-func SchedulerConfig(k Kind, scoring string) string {
-	return inprocess.Config(inprocess.Profile{SchedulerName: k.SchedulerName(), Tandem: k == Tandem, Scoring: scoring, BackoffSeconds: 1})
+//
+// grace is tandem's noWorkflowPodGrace (TandemArgs).
+func SchedulerConfig(k Kind, scoring string, grace time.Duration) string {
+	p := inprocess.Profile{SchedulerName: k.SchedulerName(), Tandem: k == Tandem, Scoring: scoring, BackoffSeconds: 1}
+	if k == Tandem {
+		p.Args = TandemArgs(grace)
+	}
+	return inprocess.Config(p)
+}
+
+// TandemArgs are the WorkflowReservation args of a run beyond the shipped
+// ones: noWorkflowPodGrace, in real time (see NoWorkflowPodGrace).
+func TandemArgs(grace time.Duration) []string {
+	return []string{fmt.Sprintf("noWorkflowPodGrace: %s", grace)}
+}
+
+// NoWorkflowPodGrace is tandem's noWorkflowPodGrace for a run at scale
+// (simulated seconds per real second), in real time, as the plugin's timer
+// runs: the scenario's, in simulated time, or else the plugin's default
+// (2m), so that a job without a container waits as long in simulated time
+// as in a cluster.
+func NoWorkflowPodGrace(sc *scenario.Scenario, scale float64) time.Duration {
+	grace := sc.NoWorkflowPodGrace.Duration
+	if grace == 0 {
+		grace = workflowreservation.DefaultNoWorkflowPodGrace
+	}
+	if scale > 0 {
+		grace = time.Duration(float64(grace) / scale).Round(time.Millisecond)
+	}
+	return grace
 }
 
 // configure applies what a user of the scheduler under test sets in the

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -21,6 +23,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/sim/report"
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
 	"github.com/tandem-scheduler/tandem/pkg/sim/storage"
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 // Harness is one run of a scenario without its scheduler: the namespace and
@@ -41,12 +44,17 @@ type Harness struct {
 	Emulator *arc.Emulator
 	// Seed is the job stream's.
 	Seed int64
+	// NoWorkflowPodGrace is tandem's noWorkflowPodGrace in this run (real
+	// time; see NoWorkflowPodGrace): the scheduler under test must be
+	// configured with it (TandemArgs), the checker releases by it.
+	NoWorkflowPodGrace time.Duration
 
-	kind    Kind
-	env     *environment
-	started time.Time
-	stop    context.CancelFunc
-	logger  klog.Logger
+	kind       Kind
+	dynFactory dynamicinformer.DynamicSharedInformerFactory
+	env        *environment
+	started    time.Time
+	stop       context.CancelFunc
+	logger     klog.Logger
 }
 
 // NewHarness creates the run's namespace, nodes and hook template
@@ -73,10 +81,22 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	ns := namespaceName(sc.Name, k)
 	h := &Harness{
 		Client: client, Namespace: ns, Seed: seed, kind: k, started: time.Now(), logger: logger,
-		env: newEnvironment(client, ns),
+		NoWorkflowPodGrace: NoWorkflowPodGrace(sc, scale),
+		env:                newEnvironment(client, ns),
 	}
 	ctx, h.stop = context.WithCancel(ctx)
 	if err := h.env.setUp(ctx, sc); err != nil {
+		h.Close()
+		return nil, err
+	}
+	// ARC's EphemeralRunners: the emulator keeps them, the checker and
+	// tandem watch them (tandem finds the CRD when it starts).
+	if err := arc.InstallEphemeralRunnerCRD(ctx, cfg); err != nil {
+		h.Close()
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
 		h.Close()
 		return nil, err
 	}
@@ -113,9 +133,17 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 			return nil, err
 		}
 	}
+	h.dynFactory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
+	if err := h.Checker.StartEphemeralRunners(h.dynFactory.ForResource(workflowreservation.EphemeralRunnerResource).Informer(), h.NoWorkflowPodGrace); err != nil {
+		h.Close()
+		return nil, err
+	}
 	h.Factory.Start(ctx.Done())
+	h.dynFactory.Start(ctx.Done())
 	h.Factory.WaitForCacheSync(ctx.Done())
+	h.dynFactory.WaitForCacheSync(ctx.Done())
 	h.Emulator = arc.NewEmulator(client, h.Factory.Core().V1().Pods().Lister(), h.Clock, h.Kubelet, seed, sets, timing, arcJobs(sc.Stream(seed)))
+	h.Emulator.SetEphemeralRunners(dyn)
 	return h, nil
 }
 
@@ -125,6 +153,9 @@ func (h *Harness) Close() {
 	h.stop()
 	if h.Factory != nil {
 		h.Factory.Shutdown()
+	}
+	if h.dynFactory != nil {
+		h.dynFactory.Shutdown()
 	}
 	h.env.cleanup(h.logger)
 }

@@ -42,7 +42,7 @@ func Run(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k Kind, o
 		return report.Run{}, err
 	}
 	defer h.Close()
-	sched, err := inprocess.Start(ctx, cfg, SchedulerConfig(k, sc.Scoring))
+	sched, err := inprocess.Start(ctx, cfg, SchedulerConfig(k, sc.Scoring, h.NoWorkflowPodGrace))
 	if err != nil {
 		return report.Run{}, err
 	}
@@ -58,7 +58,7 @@ func Run(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k Kind, o
 func arcJobs(stream []scenario.Arrival) []arc.Job {
 	jobs := make([]arc.Job, 0, len(stream))
 	for _, a := range stream {
-		jobs = append(jobs, arc.Job{ID: a.ID, ScaleSet: a.ScaleSet, Arrival: a.At, Duration: a.Duration, Container: a.Container, Spec: a.Spec})
+		jobs = append(jobs, arc.Job{ID: a.ID, ScaleSet: a.ScaleSet, Arrival: a.At, Duration: a.Duration, Container: a.Container, Spec: a.Spec, Steps: a.Steps})
 	}
 	return jobs
 }

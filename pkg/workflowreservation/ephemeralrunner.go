@@ -30,8 +30,10 @@ import (
 // EphemeralRunnerResource is ARC's EphemeralRunner.
 var EphemeralRunnerResource = schema.GroupVersionResource{Group: "actions.github.com", Version: "v1alpha1", Resource: "ephemeralrunners"}
 
-// jobOf returns the job an EphemeralRunner has taken, "" when none.
-func jobOf(obj *unstructured.Unstructured) string {
+// EphemeralRunnerJob returns the job an EphemeralRunner has taken
+// (status.jobId, else status.jobRequestId), "" when none. The simulator's
+// invariant checker reads EphemeralRunners with it, as the plugin does.
+func EphemeralRunnerJob(obj *unstructured.Unstructured) string {
 	if id, ok, _ := unstructured.NestedString(obj.Object, "status", "jobId"); ok && id != "" {
 		return id
 	}
@@ -95,7 +97,7 @@ func (pl *WorkflowReservation) onEphemeralRunner(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
-	job := jobOf(er)
+	job := EphemeralRunnerJob(er)
 	if job == "" {
 		return
 	}
@@ -164,7 +166,7 @@ func (pl *WorkflowReservation) staleJobOf(runner types.NamespacedName) string {
 		return ""
 	}
 	if er, ok := obj.(*unstructured.Unstructured); ok {
-		return jobOf(er)
+		return EphemeralRunnerJob(er)
 	}
 	return ""
 }

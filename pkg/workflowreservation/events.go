@@ -30,6 +30,11 @@ const (
 	// ReasonNoReservation (on a workflow pod scheduled by tandem): its runner
 	// holds no reservation it can claim.
 	ReasonNoReservation = "NoWorkflowReservation"
+	// ReasonPairPodCreated: a pending pod of the pair's size now stands for
+	// the waiting runner, for cluster autoscalers.
+	ReasonPairPodCreated = "PairPodCreated"
+	// ReasonPairPodFailed: the pair pod could not be created.
+	ReasonPairPodFailed = "PairPodFailed"
 	// ReasonRepaired: the reconciler found the reservation out of step with
 	// the cluster and repaired it.
 	ReasonRepaired = "WorkflowReservationRepaired"

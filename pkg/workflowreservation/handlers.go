@@ -25,7 +25,7 @@ const workflowPodIndex = "tandem.dev/runner-pod"
 func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool, error) {
 	informers := pl.handle.SharedInformerFactory()
 	podInformer := informers.Core().V1().Pods().Informer()
-	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: pl.indexWorkflowPod}); err != nil {
+	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: pl.indexWorkflowPod, pairPodIndex: indexPairPod}); err != nil {
 		return nil, fmt.Errorf("indexing workflow pods: %w", err)
 	}
 	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -127,6 +127,9 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 	}
 	pl.sh.setNominated(pod.UID, false)
 	pl.sh.waiting.remove(pod.UID)
+	if pl.trusted(pod) {
+		pl.sh.pairs.check(pod) // bound: its pair pod goes
+	}
 	if _, ok := pod.Annotations[ReservationAnnotation]; ok {
 		pl.observeRunner(logger, pod)
 	}
@@ -245,6 +248,9 @@ func (pl *WorkflowReservation) onPodDelete(logger klog.Logger, obj any) {
 func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finished bool) {
 	pl.sh.waiting.remove(pod.UID)
 	pl.sh.forget(pod.UID)
+	if pl.trusted(pod) {
+		pl.sh.pairs.check(pod) // gone: its pair pod goes
+	}
 	freed := false
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	if r := pl.store.remove(key, pod.UID); r != nil {

@@ -17,11 +17,21 @@ import (
 // getting a new workflow size, a node appearing or growing.
 func (pl *WorkflowReservation) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: pl.isSchedulableAfterPodAdded},
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterPodDeleted},
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: pl.isSchedulableAfterPodUpdated},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterPodAdded)},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterPodDeleted)},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterPodUpdated)},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterNodeChange)},
 	}, nil
+}
+
+// exceptPairPods never requeues a pair pod: no event makes it schedulable.
+func exceptPairPods(fn fwk.QueueingHintFn) fwk.QueueingHintFn {
+	return func(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+		if isPairPod(pod) {
+			return fwk.QueueSkip, nil
+		}
+		return fn(logger, pod, oldObj, newObj)
+	}
 }
 
 // isSchedulableAfterPodAdded queues the pod when a workflow pod lands on a

@@ -95,6 +95,8 @@ type WorkflowReservation struct {
 	synced func() bool
 	// reconciled is closed after the reconciler's first pass.
 	reconciled chan struct{}
+	// pairPods: a runner waiting for pair room gets a pair pod.
+	pairPods bool
 }
 
 // New initializes a plugin that leads always and shares its reservations
@@ -135,6 +137,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		reconcileEvery:     DefaultReconcileInterval,
 		noWorkflowPodGrace: DefaultNoWorkflowPodGrace,
 		reconciled:         make(chan struct{}),
+		pairPods:           args.PairPods,
 	}
 	if args.ScoringStrategy != nil {
 		pl.scoring = *args.ScoringStrategy
@@ -178,6 +181,9 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		return nil, err
 	}
 	pl.synced = synced
+	sh.pairs = newPairPods(h.ClientSet(), pl.pods, informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
+		func(pod *v1.Pod, eventType, reason, note string) { pl.event(pod, eventType, reason, "PairPod", note) })
+	go sh.pairs.run(ctx)
 	go pl.runReconciler(ctx)
 	go pl.speakWhenLeading(ctx)
 	go pl.watchJobs(ctx)
@@ -269,6 +275,11 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	logger := klog.FromContext(ctx)
 	// Only the leader schedules.
 	pl.sh.leader.Lead()
+	if isPairPod(pod) {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, truncate(fmt.Sprintf(
+			"pair pod of runner %s: it stands for the runner and its workflow pod for cluster autoscalers and is never bound",
+			klog.KRef(pod.Namespace, pod.Annotations[PairOfAnnotation]))))
+	}
 	if !pl.synced() {
 		logger.V(2).Info("Waiting for reservations to be rebuilt before scheduling", "pod", klog.KObj(pod))
 		if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
@@ -421,6 +432,11 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 	}
 	if s.rejected != nil && s.rejected.Load() {
 		pl.sh.waiting.add(pod)
+		if s.kind == kindRunner && pl.pairPods {
+			// Some node turned the runner away for its workflow pod only:
+			// an autoscaler would judge the runner schedulable there.
+			pl.sh.pairs.ask(pod, pairPodFor(pod, s.request, s.workflow, s.ports))
+		}
 	}
 	logger := klog.FromContext(ctx)
 	switch s.kind {

@@ -38,6 +38,7 @@ func (pl *WorkflowReservation) reconcile(ctx context.Context) {
 		freed = pl.reconcileReservation(logger, r, finished) || freed
 	}
 	pl.recoverUnrecorded(logger)
+	pl.sh.pairs.sweep()
 	if freed {
 		// No cluster event announces these releases.
 		pl.activateAllWaiting(logger)

@@ -41,6 +41,8 @@ type shared struct {
 	ephemeralRunners cache.GenericLister
 	// heldCache is what each node's reservations hold (Filter, Score).
 	heldCache heldCache
+	// pairs keeps the pair pods of waiting runners (nil without informers).
+	pairs *pairPods
 	// warned holds, per pod, the reasons of the Warning events PreFilter
 	// already sent it that every retry would repeat.
 	warned map[types.UID]map[string]bool

@@ -1,7 +1,9 @@
-// Package bench measures tandem's scheduling throughput against vanilla
+// Package bench measures tandem's scheduling cost against vanilla
 // kube-scheduler with the official scheduler_perf harness: the same
-// workloads run under two scheduler configurations in one `go test -bench`
-// run. hack/bench.sh runs it and prints the throughput ratios.
+// workloads (performance-config.yaml) under two scheduler configurations.
+// hack/bench-scheduler.sh runs each workload's two sides in alternating
+// order many times and compares them (test/bench/compare); hack/bench.sh is
+// the quick throughput-only run.
 package bench
 
 import (
@@ -11,6 +13,7 @@ import (
 
 	_ "k8s.io/component-base/logs/json/register"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"k8s.io/kubernetes/test/utils/ktesting"
 
 	"github.com/tandem-scheduler/tandem/pkg/inprocess"
 )
@@ -24,5 +27,15 @@ func TestMain(m *testing.M) {
 }
 
 func BenchmarkPerfScheduling(b *testing.B) {
-	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "tandem", inprocess.Registry())
+	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "tandem", inprocess.Registry(), perf.WithPrepareFn(startHook))
+}
+
+// startHook runs the container hook emulator (Hook) for the workload.
+func startHook(tCtx ktesting.TContext) error {
+	stop, err := StartHook(tCtx, tCtx.Client())
+	if err != nil {
+		return err
+	}
+	tCtx.Cleanup(stop)
+	return nil
 }

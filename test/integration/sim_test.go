@@ -18,6 +18,11 @@ func compare(t *testing.T, file string) (baseline, tandem report.Run) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return compareScenario(t, sc)
+}
+
+func compareScenario(t *testing.T, sc *scenario.Scenario) (baseline, tandem report.Run) {
+	t.Helper()
 	rep, err := sim.Compare(t.Context(), restConfig, sc, []sim.Kind{sim.Default, sim.Tandem}, sim.Options{})
 	if err != nil {
 		t.Fatalf("simulator: %v", err)
@@ -73,5 +78,43 @@ func TestSmallScenarios(t *testing.T) {
 				t.Errorf("tandem: start latency %+v; want the last two jobs to wait for a pair slot", tandem.StartLatency)
 			}
 		})
+	}
+}
+
+// test/scenarios/mixed.yaml at a small size (its 2 listed jobs and 24 of
+// its 40 generated ones): every job shape (container steps, services on one
+// host port, jobs without a container) under every hook mode. The default kube-scheduler fails jobs
+// for capacity or host ports; tandem fails none, holds step headroom, and
+// holds nothing when it reserves nothing.
+func TestSimulatorMixedScenario(t *testing.T) {
+	sc, err := scenario.Load("../scenarios/mixed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Jobs.Generate.Count = 24
+	withoutContainer := 0
+	for _, a := range sc.Stream(0) {
+		if !a.Container {
+			withoutContainer++
+		}
+	}
+	if withoutContainer == 0 {
+		t.Fatalf("the small stream has no job without a container")
+	}
+	baseline, tandem := compareScenario(t, sc)
+	t.Logf("default: by cause %v, in steps %d; tandem: reserved but unused %.0f cpu-s, of it step headroom %.0f",
+		baseline.Jobs.FailedByCause, baseline.Jobs.FailedInSteps, tandem.ReservedUnusedCPUSeconds, tandem.StepHeadroomUnusedCPUSeconds)
+	if baseline.Jobs.FailedByCause[report.CauseCapacity]+baseline.Jobs.FailedByCause[report.CauseHostPort] == 0 {
+		t.Errorf("default kube-scheduler: no job failed for capacity or a host port: %+v", baseline.Jobs)
+	}
+	if tandem.Jobs.Failed != 0 {
+		t.Errorf("tandem: %+v, want every job to succeed", tandem.Jobs)
+	}
+	if tandem.StepHeadroomUnusedCPUSeconds <= 0 || tandem.ReservedUnusedCPUSeconds < tandem.StepHeadroomUnusedCPUSeconds {
+		t.Errorf("tandem: reserved but unused %v cpu-s, of it step headroom %v; want step headroom held, within the total",
+			tandem.ReservedUnusedCPUSeconds, tandem.StepHeadroomUnusedCPUSeconds)
+	}
+	if baseline.ReservedUnusedCPUSeconds != 0 {
+		t.Errorf("default kube-scheduler: %v cpu-s reserved but unused, want 0 (it reserves nothing)", baseline.ReservedUnusedCPUSeconds)
 	}
 }

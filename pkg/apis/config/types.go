@@ -41,6 +41,10 @@ type WorkflowReservationArgs struct {
 	// reservation waits for its workflow pod before it is released (a job
 	// without a container creates none). Zero only before defaulting.
 	NoWorkflowPodGrace metav1.Duration
+	// PairPods keeps, while a runner waits because no node has room for it
+	// and its workflow pod together, a pending pod of the pair's size that
+	// cluster autoscalers see.
+	PairPods bool
 }
 
 // ScoringStrategyType names a way to rank nodes by their allocation.

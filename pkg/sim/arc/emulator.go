@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
@@ -38,6 +39,8 @@ type Job struct {
 	// Container: the job has a `container:`; only then is there a workflow pod.
 	Container bool
 	Spec      JobSpec
+	// Steps are its container steps, in order.
+	Steps []Step
 }
 
 // Result is a job's outcome, times in simulated time.
@@ -51,6 +54,8 @@ type Result struct {
 	Succeeded bool
 	Reason    string
 	Message   string
+	// InStep: the job failed in one of its container steps.
+	InStep bool
 }
 
 // SetTiming is the emulated delays of a scale set.
@@ -83,6 +88,18 @@ type Emulator struct {
 	// closed when Run starts, stopped when it returns.
 	requests         chan request
 	started, stopped chan struct{}
+	// ephemeralRunners, when set, is where ARC's EphemeralRunner objects
+	// are kept (SetEphemeralRunners).
+	ephemeralRunners dynamic.Interface
+	// names draws step Job and pod names.
+	names *rand.Rand
+	// orphans are step Jobs whose job ended before them: their pods still
+	// run (nobody deletes a step Job but its TTL), and the Job controller
+	// still marks them finished.
+	orphans []*stepRun
+	// expiring are finished step Jobs the TTL-after-finished controller
+	// deletes, with their pods (the garbage collector's part).
+	expiring []expiringJob
 }
 
 type setState struct {
@@ -123,6 +140,8 @@ type runner struct {
 	// lost is set when the runner's node went away: the runner process
 	// died with it, and ARC waits for the pod to be deleted.
 	lost bool
+	// erUID is the EphemeralRunner object's, once created.
+	erUID types.UID
 }
 
 // NewEmulator returns an emulator for sets (each with its timing) and jobs
@@ -131,6 +150,7 @@ func NewEmulator(client kubernetes.Interface, pods corelisters.PodLister, clock 
 	e := &Emulator{
 		client: client, pods: pods, clock: clock, exiter: exiter, Tick: 10 * time.Millisecond,
 		writes: retry.New(0), requests: make(chan request, 16), started: make(chan struct{}), stopped: make(chan struct{}),
+		names: rand.New(rand.NewSource(seed - 1)),
 	}
 	for i, s := range sets {
 		e.sets = append(e.sets, &setState{
@@ -142,6 +162,12 @@ func NewEmulator(client kubernetes.Interface, pods corelisters.PodLister, clock 
 	sort.SliceStable(e.jobs, func(i, j int) bool { return e.jobs[i].Arrival < e.jobs[j].Arrival })
 	return e
 }
+
+// SetEphemeralRunners makes the emulator keep ARC's EphemeralRunner objects
+// (the CRD must be served, see InstallEphemeralRunnerCRD): one per runner,
+// owner of its pod, status.jobId and status.jobRequestId written when the
+// runner takes a job, deleted when the runner is done. Call it before Run.
+func (e *Emulator) SetEphemeralRunners(client dynamic.Interface) { e.ephemeralRunners = client }
 
 // Jobs returns how many jobs the stream has.
 func (e *Emulator) Jobs() int { return len(e.jobs) }
@@ -202,6 +228,8 @@ func (e *Emulator) sorted() []Result {
 func (e *Emulator) step(ctx context.Context, keep bool) error {
 	now := e.clock.Now()
 	e.serveRequests(ctx, now)
+	e.driveOrphans(ctx, now)
+	e.expireJobs(ctx, now)
 	for e.next < len(e.jobs) && e.jobs[e.next].Arrival <= now {
 		j := e.jobs[e.next]
 		e.next++
@@ -218,7 +246,7 @@ func (e *Emulator) step(ctx context.Context, keep bool) error {
 			desired = min(s.set.MinRunners+len(s.queue)+s.count(runnerBusy), s.set.MaxRunners)
 		}
 		e.scale(ctx, s, desired, now)
-		e.assign(s, now)
+		e.assign(ctx, s, now)
 	}
 	return nil
 }
@@ -280,7 +308,7 @@ func (e *Emulator) scale(ctx context.Context, s *setState, desired int, now time
 }
 
 // assign gives queued jobs, oldest first, to the runners idle longest.
-func (e *Emulator) assign(s *setState, now time.Duration) {
+func (e *Emulator) assign(ctx context.Context, s *setState, now time.Duration) {
 	var idle []*runner
 	for _, r := range s.runners {
 		if r.state == runnerIdle && !r.lost {
@@ -296,6 +324,7 @@ func (e *Emulator) assign(s *setState, now time.Duration) {
 		s.queue = s.queue[1:]
 		j.assigned = now
 		r.state, r.job = runnerBusy, j
+		e.jobStarted(ctx, s, r)
 	}
 }
 

@@ -122,7 +122,7 @@ func (e *Emulator) NodeLost(ctx context.Context, node string) ([]string, error) 
 				lost = append(lost, rn.name)
 				klog.FromContext(ctx).V(2).Info("Runner lost with its node", "pod", klog.KObj(pod), "node", node, "busy", rn.job != nil)
 				if rn.job != nil {
-					e.record(rn, pod, now, false, ReasonNodeDeleted, "node "+node+" was deleted with the runner on it")
+					e.record(ctx, rn, pod, now, false, ReasonNodeDeleted, "node "+node+" was deleted with the runner on it")
 					rn.job = nil
 				}
 			}

@@ -33,16 +33,28 @@ type jobRun struct {
 	running     bool
 	started     time.Duration
 	node        string
+	// step is the container step running now; next is the next step to
+	// start; shift is how late the steps run (pods that waited Pending).
+	step  *stepRun
+	next  int
+	shift time.Duration
+	// stepFailed: the job failed in a container step.
+	stepFailed bool
 }
 
 // advance moves a busy runner's job along: the hook creates the workflow pod
 // after its delay, waits for it under the hook's rules, then the steps run
-// for the job's duration.
+// for the job's duration, its container steps in pods of their own.
 func (e *Emulator) advance(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration) {
 	j := r.job
 	switch {
 	case j.running:
-		if now-j.started >= j.job.Duration {
+		steps := j.job.Steps
+		if j.step != nil || (j.next < len(steps) && now-j.started-j.shift >= steps[j.next].At) {
+			e.runStep(ctx, s, r, runnerPod, now)
+			return
+		}
+		if j.next == len(steps) && now-j.started-j.shift >= j.job.Duration {
 			e.finish(ctx, s, r, runnerPod, now, true, "", "")
 		}
 	case j.workflow == "":
@@ -75,8 +87,11 @@ func (e *Emulator) advance(ctx context.Context, s *setState, r *runner, runnerPo
 			j.running, j.started, j.node = true, now, wf.Spec.NodeName
 		case Failed:
 			msg := fmt.Sprintf("workflow pod %s did not start", j.workflow)
-			if wf != nil && wf.Status.Message != "" {
+			switch {
+			case wf != nil && wf.Status.Message != "":
 				msg = wf.Status.Message
+			case wf != nil && reason == ReasonPrepareJobTimeout:
+				msg = fmt.Sprintf("workflow pod %s stayed Pending: %s", j.workflow, schedulingMessage(wf))
 			}
 			if wf != nil && wf.Spec.NodeName != "" {
 				j.node = wf.Spec.NodeName
@@ -125,10 +140,12 @@ func (e *Emulator) prepareJob(ctx context.Context, s *setState, r *runner, runne
 	j.workflow, j.workflowUID, j.created = created.Name, created.UID, now
 }
 
-// record adds the result of the job r holds.
-func (e *Emulator) record(r *runner, runnerPod *v1.Pod, now time.Duration, ok bool, reason, message string) {
+// record adds the result of the job r holds. A container step still
+// running is left to go on by itself (see abandonStep).
+func (e *Emulator) record(ctx context.Context, r *runner, runnerPod *v1.Pod, now time.Duration, ok bool, reason, message string) {
 	j := r.job
-	res := Result{Job: j.job, Runner: r.name, Node: j.node, Ended: now, Succeeded: ok, Reason: reason, Message: message}
+	e.abandonStep(ctx, j, false)
+	res := Result{Job: j.job, Runner: r.name, Node: j.node, Ended: now, Succeeded: ok, Reason: reason, Message: message, InStep: j.stepFailed}
 	if res.Node == "" && runnerPod != nil {
 		res.Node = runnerPod.Spec.NodeName
 	}
@@ -142,12 +159,14 @@ func (e *Emulator) record(r *runner, runnerPod *v1.Pod, now time.Duration, ok bo
 }
 
 // finish records the job's result and cleans up as the hook and runner do:
-// the workflow pod is deleted (grace 0), the runner exits 0 (a failed job is
+// the workflow pod and a bare step pod are deleted (grace 0), the runner
+// exits 0 (a failed job is
 // reported to GitHub, the ephemeral runner still exits cleanly) and ARC then
 // deletes its pod.
 func (e *Emulator) finish(ctx context.Context, s *setState, r *runner, runnerPod *v1.Pod, now time.Duration, ok bool, reason, message string) {
 	j := r.job
-	e.record(r, runnerPod, now, ok, reason, message)
+	step := j.step
+	e.record(ctx, r, runnerPod, now, ok, reason, message)
 	logger := klog.FromContext(ctx)
 	node := e.results[len(e.results)-1].Node
 	if ok {
@@ -157,6 +176,10 @@ func (e *Emulator) finish(ctx context.Context, s *setState, r *runner, runnerPod
 	}
 	if j.workflow != "" {
 		e.deletePod(ctx, s.set.Namespace, j.workflow, j.workflowUID)
+	}
+	if step != nil && step.job == "" && step.pod != "" {
+		// cleanup_job prunes the pods labelled runner-pod: a bare step pod too.
+		e.deletePod(ctx, step.namespace, step.pod, step.podUID)
 	}
 	r.job, r.state, r.since = nil, runnerExiting, now
 	if runnerPod != nil {

@@ -37,6 +37,7 @@ const (
 	EnvUseKubeScheduler    = "ACTIONS_RUNNER_USE_KUBE_SCHEDULER"
 	EnvPrepareJobTimeout   = "ACTIONS_RUNNER_PREPARE_JOB_TIMEOUT_SECONDS"
 	EnvClaimName           = "ACTIONS_RUNNER_CLAIM_NAME"
+	EnvHookRWO             = workflowreservation.HookRWOEnv
 
 	// WorkVolume is the runner's work volume; its generic ephemeral PVC is
 	// "<runner pod>-work".

@@ -25,10 +25,17 @@ const (
 	// HookNoVolume is hooks v0.8.1 (containerMode kubernetes-novolume),
 	// emptyDirs, workflow pod not pinned.
 	HookNoVolume HookMode = "novolume"
+	// HookNextPreferred is the next hook (upstream PRs #339/#445, not
+	// released): the work PVC again, ReadWriteMany by default, and a
+	// preferred node affinity to the runner's node; never nodeName.
+	HookNextPreferred HookMode = "next-preferred"
+	// HookNextRWO is the next hook with ACTIONS_RUNNER_HOOK_RWO=true: a
+	// ReadWriteOnce work PVC and a required hostname affinity.
+	HookNextRWO HookMode = "next-rwo"
 )
 
 // HookModes lists the modes the emulator knows.
-var HookModes = []HookMode{HookNodeName, HookKubeScheduler, HookNoVolume}
+var HookModes = []HookMode{HookNodeName, HookKubeScheduler, HookNoVolume, HookNextPreferred, HookNextRWO}
 
 // Valid reports whether m is a known mode.
 func (m HookMode) Valid() bool {
@@ -41,7 +48,21 @@ func (m HookMode) Valid() bool {
 }
 
 // usesVolume reports whether the hook shares a PVC with the workflow pod.
-func (m HookMode) usesVolume() bool { return m == HookNodeName || m == HookKubeScheduler }
+func (m HookMode) usesVolume() bool { return m != HookNoVolume }
+
+// stepJobs reports whether the hook runs a container step as a batch/v1
+// Job (hooks v0.7.0 and the next hook) rather than as a bare pod (v0.8).
+func (m HookMode) stepJobs() bool { return m != HookNoVolume }
+
+// workAccessMode is the access mode of the runner's work volume: the next
+// hook's default is ReadWriteMany (its workflow pod may run on another
+// node), every other PVC mode ReadWriteOnce.
+func (m HookMode) workAccessMode() v1.PersistentVolumeAccessMode {
+	if m == HookNextPreferred {
+		return v1.ReadWriteMany
+	}
+	return v1.ReadWriteOnce
+}
 
 // hookScript is the hook the runner image runs for the mode.
 func (m HookMode) hookScript() string {
@@ -183,8 +204,11 @@ func (s *ScaleSet) runnerEnv() []v1.EnvVar {
 	if s.HookTemplate != "" {
 		env = append(env, v1.EnvVar{Name: EnvHookTemplate, Value: s.HookTemplatePath()})
 	}
-	if s.HookMode == HookKubeScheduler {
+	switch s.HookMode {
+	case HookKubeScheduler:
 		env = append(env, v1.EnvVar{Name: EnvUseKubeScheduler, Value: "true"})
+	case HookNextRWO:
+		env = append(env, v1.EnvVar{Name: EnvHookRWO, Value: "true"})
 	}
 	if s.PrepareJobTimeout > 0 {
 		env = append(env, v1.EnvVar{Name: EnvPrepareJobTimeout, Value: fmt.Sprint(int64(s.PrepareJobTimeout / time.Second))})
@@ -192,8 +216,9 @@ func (s *ScaleSet) runnerEnv() []v1.EnvVar {
 	return env
 }
 
-// workVolume is the chart's work volume: a generic ephemeral RWO claim for
-// kubernetes mode, an emptyDir for kubernetes-novolume.
+// workVolume is the chart's work volume: a generic ephemeral claim for
+// kubernetes mode (ReadWriteOnce; ReadWriteMany for the next hook's
+// default), an emptyDir for kubernetes-novolume.
 func (s *ScaleSet) workVolume() v1.Volume {
 	if !s.HookMode.usesVolume() {
 		return v1.Volume{Name: WorkVolume, VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
@@ -208,7 +233,7 @@ func (s *ScaleSet) workVolume() v1.Volume {
 	}
 	return v1.Volume{Name: WorkVolume, VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
 		VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			AccessModes:      []v1.PersistentVolumeAccessMode{s.HookMode.workAccessMode()},
 			StorageClassName: class,
 			Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: size}},
 		}},

@@ -13,6 +13,8 @@ func TestRunnerPod(t *testing.T) {
 		set           ScaleSet
 		wantEnv       map[string]string
 		wantEphemeral bool
+		// wantAccess is the work claim's access mode (default ReadWriteOnce).
+		wantAccess v1.PersistentVolumeAccessMode
 	}{
 		"kubernetes mode with template and timeout": {
 			set: ScaleSet{Name: "set", Namespace: "arc", HookMode: HookNodeName, RequireJobContainer: true,
@@ -30,6 +32,21 @@ func TestRunnerPod(t *testing.T) {
 				EnvUseKubeScheduler: "true",
 			},
 			wantEphemeral: true,
+		},
+		"next hook, RWO": {
+			set: ScaleSet{Name: "set", Namespace: "arc", HookMode: HookNextRWO, RequireJobContainer: true},
+			wantEnv: map[string]string{
+				EnvContainerHooks: "/home/runner/k8s/index.js", EnvPodName: "", EnvRequireJobContainer: "true",
+				EnvHookRWO: "true",
+			},
+			wantEphemeral: true, wantAccess: v1.ReadWriteOnce,
+		},
+		"next hook, preferred: a ReadWriteMany work volume": {
+			set: ScaleSet{Name: "set", Namespace: "arc", HookMode: HookNextPreferred, RequireJobContainer: true},
+			wantEnv: map[string]string{
+				EnvContainerHooks: "/home/runner/k8s/index.js", EnvPodName: "", EnvRequireJobContainer: "true",
+			},
+			wantEphemeral: true, wantAccess: v1.ReadWriteMany,
 		},
 		"novolume": {
 			set: ScaleSet{Name: "set", Namespace: "arc", HookMode: HookNoVolume},
@@ -61,6 +78,15 @@ func TestRunnerPod(t *testing.T) {
 			work := pod.Spec.Volumes[0]
 			if work.Name != WorkVolume || (work.Ephemeral != nil) != tc.wantEphemeral || (work.EmptyDir != nil) == tc.wantEphemeral {
 				t.Errorf("work volume = %+v, want ephemeral claim: %v", work, tc.wantEphemeral)
+			}
+			if tc.wantEphemeral {
+				want := tc.wantAccess
+				if want == "" {
+					want = v1.ReadWriteOnce
+				}
+				if got := work.Ephemeral.VolumeClaimTemplate.Spec.AccessModes; len(got) != 1 || got[0] != want {
+					t.Errorf("work claim access modes = %v, want [%s]", got, want)
+				}
 			}
 			if got := pod.OwnerReferences; len(got) != 1 || got[0].Kind != "EphemeralRunner" {
 				t.Errorf("owner references = %v, want one EphemeralRunner", got)

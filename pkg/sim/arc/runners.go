@@ -82,7 +82,7 @@ func (e *Emulator) reconcileRunners(ctx context.Context, s *setState, now time.D
 			// node went. The controller finds no pod and creates it again.
 			logger.V(2).Info("Runner pod disappeared; creating it again", "pod", klog.KRef(s.set.Namespace, r.name))
 			if r.job != nil {
-				e.record(r, nil, now, false, ReasonRunnerPodDeleted, "runner pod deleted")
+				e.record(ctx, r, nil, now, false, ReasonRunnerPodDeleted, "runner pod deleted")
 				r.job = nil
 			}
 			e.recreate(r, now)
@@ -115,8 +115,15 @@ func (e *Emulator) reconcileRunners(ctx context.Context, s *setState, now time.D
 // earlier try went through (the pod is adopted) or the previous incarnation
 // is still going (wait for it).
 func (e *Emulator) createPod(ctx context.Context, s *setState, r *runner) {
+	if !e.ensureEphemeralRunner(ctx, s, r) {
+		return
+	}
+	pod := s.set.RunnerPod(r.name)
+	if r.erUID != "" {
+		pod.OwnerReferences[0].UID = r.erUID
+	}
 	pods := e.client.CoreV1().Pods(s.set.Namespace)
-	created, err := pods.Create(ctx, s.set.RunnerPod(r.name), metav1.CreateOptions{})
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		created, err = pods.Get(ctx, r.name, metav1.GetOptions{})
 		if err == nil && (created.UID == r.previous || created.DeletionTimestamp != nil) {
@@ -141,7 +148,7 @@ func (e *Emulator) runnerFailed(ctx context.Context, s *setState, r *runner, pod
 	r.failures++
 	logger.V(2).Info("Runner pod failed", "pod", klog.KObj(pod), "reason", reason, "failures", r.failures, "busy", r.job != nil)
 	if r.job != nil {
-		e.record(r, pod, now, false, reason, message)
+		e.record(ctx, r, pod, now, false, reason, message)
 		r.job = nil
 	}
 	e.deletePod(ctx, s.set.Namespace, r.name, r.uid)
@@ -160,18 +167,17 @@ func (e *Emulator) recreate(r *runner, now time.Duration) {
 	r.state, r.since, r.seen, r.lost = runnerCreated, now, false, false
 }
 
-// finalize is the EphemeralRunner's finalizer: its pod is deleted, then
-// every pod labelled runner-pod=<runner> (workflow pods of failed
-// incarnations included).
+// finalize is ARC deleting the EphemeralRunner and its finalizer: the pod
+// is deleted, then every pod labelled runner-pod=<runner> (workflow pods of
+// failed incarnations included), then the EphemeralRunner itself.
 func (e *Emulator) finalize(ctx context.Context, s *setState, r *runner) {
 	e.deletePod(ctx, s.set.Namespace, r.name, r.uid)
-	linked, err := e.pods.Pods(s.set.Namespace).List(labels.SelectorFromSet(labels.Set{RunnerPodLabel: r.name}))
-	if err != nil {
-		return
+	if linked, err := e.pods.Pods(s.set.Namespace).List(labels.SelectorFromSet(labels.Set{RunnerPodLabel: r.name})); err == nil {
+		for _, p := range linked {
+			e.deletePod(ctx, p.Namespace, p.Name, p.UID)
+		}
 	}
-	for _, p := range linked {
-		e.deletePod(ctx, p.Namespace, p.Name, p.UID)
-	}
+	e.deleteEphemeralRunner(ctx, s, r)
 }
 
 // runnerPod returns the current incarnation's pod of r, if cached.

@@ -34,7 +34,9 @@ func ServiceName(image string) string {
 }
 
 // servicePorts turns port mappings into container ports the way the hook
-// does: every mapping becomes a hostPort.
+// does (containerPorts in hooks v0.7.0): "host:container" becomes a
+// hostPort and a containerPort, a lone "container" only a containerPort;
+// "/udp" sets the protocol.
 func servicePorts(mappings []string) ([]v1.ContainerPort, error) {
 	var ports []v1.ContainerPort
 	for _, m := range mappings {
@@ -43,18 +45,64 @@ func servicePorts(mappings []string) ([]v1.ContainerPort, error) {
 		if proto != "" {
 			protocol = v1.Protocol(strings.ToUpper(proto))
 		}
-		host, container, found := strings.Cut(spec, ":")
-		if !found {
-			container = host
+		parts := strings.Split(spec, ":")
+		if len(parts) > 2 {
+			return nil, fmt.Errorf("port mapping %q: at most one \":\"", m)
 		}
-		hp, err1 := strconv.Atoi(host)
-		cp, err2 := strconv.Atoi(container)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("port mapping %q: want host:container numbers", m)
+		var nums []int32
+		for _, p := range parts {
+			n, err := strconv.Atoi(p)
+			if err != nil || n < 1 || n > 65535 {
+				return nil, fmt.Errorf("port mapping %q: %q is not a port", m, p)
+			}
+			nums = append(nums, int32(n))
 		}
-		ports = append(ports, v1.ContainerPort{HostPort: int32(hp), ContainerPort: int32(cp), Protocol: protocol})
+		port := v1.ContainerPort{ContainerPort: nums[len(nums)-1], Protocol: protocol}
+		if len(nums) == 2 {
+			port.HostPort = nums[0]
+		}
+		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// placement is where the hook puts the pods it creates for a runner on
+// node (the workflow pod and, alike, its container-step pods): nodeName
+// (v0.7.0), a required hostname affinity (v0.7.0 with the kube-scheduler,
+// the next hook with RWO), a preferred one (the next hook), or nothing
+// (novolume).
+func placement(mode HookMode, node string, spec *v1.PodSpec) error {
+	hostname := v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{
+		{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}},
+	}}
+	switch mode {
+	case HookNodeName:
+		spec.NodeName = node
+	case HookKubeScheduler, HookNextRWO:
+		spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{hostname}},
+		}}
+	case HookNextPreferred:
+		spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 100, Preference: hostname}},
+		}}
+	case HookNoVolume:
+	default:
+		return fmt.Errorf("unknown hook mode %q", mode)
+	}
+	return nil
+}
+
+// workClaim is the runner's work PVC: ACTIONS_RUNNER_CLAIM_NAME or
+// "<runner>-work".
+func workClaim(runner *v1.Pod) []v1.Volume {
+	claim, ok := runnerEnv(runner, EnvClaimName)
+	if !ok || claim == "" {
+		claim = WorkClaimName(runner.Name)
+	}
+	return []v1.Volume{{Name: WorkVolume, VolumeSource: v1.VolumeSource{
+		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+	}}}
 }
 
 // WorkflowPod builds the workflow pod prepare_job creates for runner (bound
@@ -62,11 +110,9 @@ func servicePorts(mappings []string) ([]v1.ContainerPort, error) {
 //   - name: the runner name cut to 54 characters + "-workflow";
 //   - label runner-pod=<runner>, no owner references;
 //   - container "job" (tail -f /dev/null) and one container per service,
-//     ports as hostPorts, no resources of its own;
-//   - v0.7.0: spec.nodeName = the runner's node, or with the kube-scheduler
-//     mode a required node affinity on kubernetes.io/hostname, and the work
-//     PVC (ACTIONS_RUNNER_CLAIM_NAME or "<runner>-work"); novolume: no pinning,
-//     emptyDirs;
+//     "host:container" port mappings as hostPorts, no resources of its own;
+//   - placed as placement says for the mode, with the work PVC
+//     (ACTIONS_RUNNER_CLAIM_NAME or "<runner>-work"); novolume: emptyDirs;
 //   - template: metadata labels/annotations added; "$job" merged into job,
 //     "$<service>" into that service, other containers appended; every other
 //     spec key overwrites the hook's (volumes are appended).
@@ -102,28 +148,11 @@ func WorkflowPod(runner *v1.Pod, mode HookMode, hookTemplate string, job JobSpec
 		}
 		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: ServiceName(s.Image), Image: s.Image, Ports: ports})
 	}
-	node := runner.Spec.NodeName
-	switch mode {
-	case HookNodeName:
-		pod.Spec.NodeName = node
-	case HookKubeScheduler:
-		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
-			}}},
-		}}
-	case HookNoVolume:
-	default:
-		return nil, fmt.Errorf("unknown hook mode %q", mode)
+	if err := placement(mode, runner.Spec.NodeName, &pod.Spec); err != nil {
+		return nil, err
 	}
 	if mode.usesVolume() {
-		claim, ok := runnerEnv(runner, EnvClaimName)
-		if !ok || claim == "" {
-			claim = WorkClaimName(runner.Name)
-		}
-		pod.Spec.Volumes = []v1.Volume{{Name: WorkVolume, VolumeSource: v1.VolumeSource{
-			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
-		}}}
+		pod.Spec.Volumes = workClaim(runner)
 	} else {
 		pod.Spec.Volumes = []v1.Volume{{Name: WorkVolume, VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
 	}

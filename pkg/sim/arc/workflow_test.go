@@ -31,6 +31,14 @@ func hostnameAffinity(node string) *v1.Affinity {
 	}}
 }
 
+func preferredAffinity(node string) *v1.Affinity {
+	return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 100, Preference: v1.NodeSelectorTerm{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
+		}}},
+	}}
+}
+
 func claimVolume(claim string) []v1.Volume {
 	return []v1.Volume{{Name: WorkVolume, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
 }
@@ -90,6 +98,26 @@ func TestWorkflowPod(t *testing.T) {
 			wantSpec: v1.PodSpec{
 				RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{jobContainer},
 				Volumes: []v1.Volume{{Name: WorkVolume, VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
+			},
+		},
+		"next hook: preferred hostname affinity, the work claim, never nodeName": {
+			runner:   boundRunner("r"),
+			mode:     HookNextPreferred,
+			job:      JobSpec{Image: "node:22"},
+			wantName: "r-workflow",
+			wantSpec: v1.PodSpec{
+				RestartPolicy: v1.RestartPolicyNever, Affinity: preferredAffinity("node-1"),
+				Containers: []v1.Container{jobContainer}, Volumes: claimVolume("r-work"),
+			},
+		},
+		"next hook with ACTIONS_RUNNER_HOOK_RWO: required hostname affinity": {
+			runner:   boundRunner("r"),
+			mode:     HookNextRWO,
+			job:      JobSpec{Image: "node:22"},
+			wantName: "r-workflow",
+			wantSpec: v1.PodSpec{
+				RestartPolicy: v1.RestartPolicyNever, Affinity: hostnameAffinity("node-1"),
+				Containers: []v1.Container{jobContainer}, Volumes: claimVolume("r-work"),
 			},
 		},
 		"template: $job and $redis merged, sidecar appended, schedulerName set, nodeName kept": {
@@ -171,5 +199,33 @@ func TestServiceName(t *testing.T) {
 		if got := ServiceName(image); got != want {
 			t.Errorf("ServiceName(%q) = %q, want %q", image, got, want)
 		}
+	}
+}
+
+// The hook's containerPorts: "host:container" is a host port, a lone port
+// only a container port.
+func TestServicePorts(t *testing.T) {
+	tests := map[string]struct {
+		mappings []string
+		want     []v1.ContainerPort
+		wantErr  bool
+	}{
+		"host:container":      {mappings: []string{"6379:6379"}, want: []v1.ContainerPort{{HostPort: 6379, ContainerPort: 6379, Protocol: v1.ProtocolTCP}}},
+		"other host port":     {mappings: []string{"15432:5432"}, want: []v1.ContainerPort{{HostPort: 15432, ContainerPort: 5432, Protocol: v1.ProtocolTCP}}},
+		"container port only": {mappings: []string{"8080"}, want: []v1.ContainerPort{{ContainerPort: 8080, Protocol: v1.ProtocolTCP}}},
+		"udp":                 {mappings: []string{"53:53/udp"}, want: []v1.ContainerPort{{HostPort: 53, ContainerPort: 53, Protocol: v1.ProtocolUDP}}},
+		"two colons":          {mappings: []string{"1:2:3"}, wantErr: true},
+		"not a port":          {mappings: []string{"70000:1"}, wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := servicePorts(tc.mappings)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error: %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ports (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

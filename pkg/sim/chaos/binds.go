@@ -12,7 +12,9 @@ import (
 
 // bindWatcher records, as an observer of the run's pod watch, when a
 // scheduler bound a pod: an update that sets spec.nodeName of a pod of
-// schedulerName. Times are the harness's real clock at the event, to the
+// schedulerName, or the first sight of a probe pod already bound (probes are
+// created unbound; a watch that relists after an apiserver restart shows a
+// probe created and bound meanwhile as one Add). Times are the harness's real clock at the event, to the
 // millisecond (the API's own timestamps, e.g. the PodScheduled condition,
 // have one-second resolution).
 type bindWatcher struct {
@@ -28,6 +30,11 @@ func newBindWatcher(schedulerName string) *bindWatcher {
 
 func (w *bindWatcher) start(factory informers.SharedInformerFactory) error {
 	_, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*v1.Pod); ok {
+				w.added(pod, time.Now())
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*v1.Pod)
 			pod, ok2 := newObj.(*v1.Pod)
@@ -43,6 +50,18 @@ func (w *bindWatcher) updated(old, pod *v1.Pod, now time.Time) {
 	if old.Spec.NodeName != "" || pod.Spec.NodeName == "" || pod.Spec.SchedulerName != w.schedulerName {
 		return
 	}
+	w.record(pod, now)
+}
+
+// added records a probe first seen bound; it was bound at now at the latest.
+func (w *bindWatcher) added(pod *v1.Pod, now time.Time) {
+	if pod.Labels[ProbeLabel] != "true" || pod.Spec.NodeName == "" || pod.Spec.SchedulerName != w.schedulerName {
+		return
+	}
+	w.record(pod, now)
+}
+
+func (w *bindWatcher) record(pod *v1.Pod, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	key := pod.Namespace + "/" + pod.Name + "/" + string(pod.UID)

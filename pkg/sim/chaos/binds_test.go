@@ -55,3 +55,19 @@ func TestStatsOf(t *testing.T) {
 		})
 	}
 }
+
+// A watch that relists after an apiserver restart delivers a probe created
+// and bound during the gap as an Add of a bound pod: the bind must count, or
+// the fault's recovery waits for it until the run ends.
+func TestBindWatcherProbeBoundWhileWatchWasDown(t *testing.T) {
+	w := newBindWatcher("tandem-scheduler")
+	t0 := time.Unix(1000, 0)
+	probe := st.MakePod().Namespace("ns").Name("chaos-probe-2").UID("p").SchedulerName("tandem-scheduler").Label(ProbeLabel, "true").Node("n1").Obj()
+	pinned := st.MakePod().Namespace("ns").Name("w").UID("w").SchedulerName("tandem-scheduler").Node("n1").Obj()
+	w.added(probe, t0)
+	w.added(pinned, t0) // created with its node: nobody bound it
+	want := map[string]time.Time{"ns/chaos-probe-2/p": t0}
+	if diff := cmp.Diff(want, w.binds); diff != "" {
+		t.Errorf("binds (-want,+got):\n%s", diff)
+	}
+}

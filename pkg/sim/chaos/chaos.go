@@ -164,7 +164,7 @@ func runOne(ctx context.Context, cp *controlplane.ControlPlane, sc *scenario.Sce
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return RunReport{}, err
 	}
-	profile := inprocess.Profile{SchedulerName: sim.Tandem.SchedulerName(), Tandem: true, Scoring: sc.Scoring, BackoffSeconds: 1}
+	profile := inprocess.Profile{SchedulerName: sim.Tandem.SchedulerName(), Tandem: true, Scoring: sc.Scoring, BackoffSeconds: 1, Args: sim.TandemArgs(h.NoWorkflowPodGrace)}
 	lease := ""
 	if spec.LeaderElection {
 		// A Lease of its own per run: a new run does not wait for the

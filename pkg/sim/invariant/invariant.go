@@ -1,13 +1,37 @@
 // Package invariant watches a run from the API, as an outside observer, and
 // checks tandem's promise at every pod change: on no node may the requests of
-// the pods the kubelet admitted plus the room reserved for workflow pods
-// exceed allocatable. It also records per-node used and reserved capacity
-// over time for the report.
+// the pods the kubelet admitted plus the room still held for runners' pods
+// exceed allocatable. It also records per-node used and held capacity over
+// time for the report.
+//
+// What a recorded reservation (workflowreservation.Recorded, on its runner
+// pod) holds follows the plugin's rule (pkg/workflowreservation/usage.go):
+//   - before its workflow pod is on a node: the recorded requests, less the
+//     requests of the runner's step pods on the reserved node;
+//   - once the workflow pod is there: the step headroom, i.e. the recorded
+//     requests less the workflow pod's, at most the recorded stepRequests,
+//     less the runner's step pods there;
+//   - once the workflow pod is gone, ended, or ran on another node: nothing;
+//   - a job without a container: only the step headroom, less the runner's
+//     step pods, once the plugin released the rest, which the checker knows
+//     from the API as the plugin does: the runner's EphemeralRunner showed a
+//     job (status.jobId or jobRequestId) that is not the one recorded as
+//     stale when the reservation was taken, and no workflow pod (bound or
+//     not) existed noWorkflowPodGrace (real time) after that. The checker's
+//     timer is a tenth shorter than the plugin's: the two timers start on
+//     two informers' events, and a checker that released later than the
+//     plugin would report as a violation room the plugin rightly gave away.
+//
+// The runner's pods are told apart as the plugin tells them: the first pod
+// labelled runner-pod=<runner> of the incarnation that is bound to a node is
+// its workflow pod; later such pods are step pods (hooks v0.8); so are pods
+// controlled by a Job labelled runner-pod=<runner> (hooks v0.7.0, the next
+// hook).
 //
 // A reservation belongs to one runner incarnation: ARC recreates a failed
 // runner pod under the same name, and the failed incarnation's workflow pod
-// may still run. A workflow pod claims the reservation of the runner pod of
-// its label's name created before it (creation timestamps, then the order in
+// may still run. A workflow or step pod belongs to the runner pod of its
+// label's name created before it (creation timestamps, then the order in
 // which the watch delivered the pods, which is the order of their creation:
 // the checker starts before the run creates any pod), never that of a runner
 // pod created after it.
@@ -20,8 +44,11 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -31,13 +58,18 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
-// Sample is a node's state from T on (simulated time), in millicores and bytes.
+// Sample is a node's state from T on (simulated time), in millicores and
+// bytes. Reserved is room held for runners' pods that are not there (see
+// the package comment); ReservedStepMilli is the part of ReservedMilli held
+// as step headroom only: after the workflow pod's claim, or after the grace
+// released the rest of a job without a container.
 type Sample struct {
-	T              time.Duration
-	UsedMilliCPU   int64
-	ReservedMilli  int64
-	UsedMemory     int64
-	ReservedMemory int64
+	T                 time.Duration
+	UsedMilliCPU      int64
+	ReservedMilli     int64
+	ReservedStepMilli int64
+	UsedMemory        int64
+	ReservedMemory    int64
 }
 
 // Violation is a moment when a node was overcommitted.
@@ -50,11 +82,13 @@ type Violation struct {
 // Clock gives the simulated time of an observation.
 type Clock interface{ Now() time.Duration }
 
-// Checker is fed by pod informer events.
+// Checker is fed by pod, Job and EphemeralRunner informer events.
 type Checker struct {
 	clock       Clock
 	runnerLabel string
 	logger      klog.Logger
+	// afterFunc runs f after d of real time (time.AfterFunc; tests replace it).
+	afterFunc func(d time.Duration, f func())
 
 	mu          sync.Mutex
 	allocatable map[string]v1.ResourceList
@@ -62,9 +96,22 @@ type Checker struct {
 	// seq numbers the pods in the order the watch first delivered them.
 	seq     map[types.UID]uint64
 	nextSeq uint64
-	// claimed holds the runner incarnations (pod UIDs) whose workflow pod
-	// has been on a node.
-	claimed map[types.UID]bool
+	// workflow holds, per runner incarnation (pod UID), the workflow pod
+	// that claimed its reservation: the first pod labelled with the
+	// runner's name, of the incarnation, seen bound to a node.
+	workflow map[types.UID]types.UID
+	// jobs holds the step Jobs (UID) and the runner their label names.
+	jobs map[types.UID]types.NamespacedName
+	// grace is noWorkflowPodGrace; zero: EphemeralRunners are not watched.
+	grace time.Duration
+	// erJob is the job each EphemeralRunner shows, by its name.
+	erJob map[types.NamespacedName]string
+	// recorded marks the runner pods seen bound with a reservation record;
+	// waiting those whose grace started (it starts once, as the plugin's);
+	// released those the grace released.
+	recorded map[types.UID]bool
+	waiting  map[types.UID]bool
+	released map[types.UID]bool
 	// flagged holds the pods whose reservation record was reported as not
 	// theirs.
 	flagged    map[types.UID]bool
@@ -76,11 +123,16 @@ type Checker struct {
 // runnerPodLabel is the workflow pods' label naming their runner.
 func New(clock Clock, nodes map[string]v1.ResourceList, runnerPodLabel string) *Checker {
 	c := &Checker{
-		clock: clock, runnerLabel: runnerPodLabel,
+		clock: clock, runnerLabel: runnerPodLabel, afterFunc: func(d time.Duration, f func()) { time.AfterFunc(d, f) },
 		allocatable: map[string]v1.ResourceList{},
 		pods:        map[types.UID]*v1.Pod{},
 		seq:         map[types.UID]uint64{},
-		claimed:     map[types.UID]bool{},
+		workflow:    map[types.UID]types.UID{},
+		jobs:        map[types.UID]types.NamespacedName{},
+		erJob:       map[types.NamespacedName]string{},
+		recorded:    map[types.UID]bool{},
+		waiting:     map[types.UID]bool{},
+		released:    map[types.UID]bool{},
 		flagged:     map[types.UID]bool{},
 		samples:     map[string][]Sample{},
 		logger:      klog.Background(),
@@ -112,10 +164,10 @@ func (c *Checker) RemoveNode(name string) {
 	c.samples[name] = append(c.samples[name], Sample{T: c.clock.Now()})
 }
 
-// Start registers the checker on factory's pod informer.
+// Start registers the checker on factory's pod and Job informers.
 func (c *Checker) Start(ctx context.Context, factory informers.SharedInformerFactory) error {
 	c.logger = klog.FromContext(ctx)
-	_, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observe(obj, false) },
 		UpdateFunc: func(_, obj any) { c.observe(obj, false) },
 		DeleteFunc: func(obj any) {
@@ -124,8 +176,120 @@ func (c *Checker) Start(ctx context.Context, factory informers.SharedInformerFac
 			}
 			c.observe(obj, true)
 		},
+	}); err != nil {
+		return err
+	}
+	_, err := factory.Batch().V1().Jobs().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.observeJob,
+		UpdateFunc: func(_, obj any) { c.observeJob(obj) },
 	})
 	return err
+}
+
+// StartEphemeralRunners registers the checker on an informer of ARC's
+// EphemeralRunners, to release reservations of jobs without a container as
+// the plugin does, grace (its noWorkflowPodGrace) after the job started.
+func (c *Checker) StartEphemeralRunners(informer cache.SharedIndexInformer, grace time.Duration) error {
+	c.mu.Lock()
+	c.grace = grace
+	c.mu.Unlock()
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.observeEphemeralRunner,
+		UpdateFunc: func(_, obj any) { c.observeEphemeralRunner(obj) },
+	})
+	return err
+}
+
+// observeJob learns a step Job: pods it controls are its runner's.
+func (c *Checker) observeJob(obj any) {
+	job, ok := obj.(*batchv1.Job)
+	if !ok {
+		return
+	}
+	runner, ok := job.Labels[c.runnerLabel]
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, known := c.jobs[job.UID]; known {
+		return
+	}
+	c.jobs[job.UID] = types.NamespacedName{Namespace: job.Namespace, Name: runner}
+	// Its pods may have come first: they count from now on.
+	touched := map[string]bool{}
+	for _, p := range c.pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == job.UID {
+			touched[p.Spec.NodeName] = true
+		}
+	}
+	c.checkNodesLocked(touched)
+}
+
+// observeEphemeralRunner starts the grace of the reservation of the runner
+// whose EphemeralRunner now shows a job it did not show when the
+// reservation was taken, if no workflow pod claimed it yet.
+func (c *Checker) observeEphemeralRunner(obj any) {
+	er, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	job := workflowreservation.EphemeralRunnerJob(er)
+	if job == "" {
+		return
+	}
+	key := types.NamespacedName{Namespace: er.GetNamespace(), Name: er.GetName()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.erJob[key] = job
+	if c.grace <= 0 {
+		return
+	}
+	for _, p := range c.pods {
+		if p.Namespace == key.Namespace && p.Name == key.Name {
+			c.startGraceLocked(p)
+		}
+	}
+}
+
+// startGraceLocked starts the grace of runner's reservation if its
+// EphemeralRunner shows a job that is not the recorded stale one and no
+// workflow pod claimed it yet.
+func (c *Checker) startGraceLocked(runner *v1.Pod) {
+	job := c.erJob[types.NamespacedName{Namespace: runner.Namespace, Name: runner.Name}]
+	if c.grace <= 0 || job == "" || !c.recorded[runner.UID] || c.waiting[runner.UID] {
+		return
+	}
+	rec, ok, err := workflowreservation.RecordedReservation(runner)
+	if !ok || err != nil || rec.StaleJob == job {
+		return
+	}
+	if _, claimed := c.workflow[runner.UID]; claimed {
+		return
+	}
+	c.waiting[runner.UID] = true
+	uid := runner.UID
+	c.afterFunc(c.grace-c.grace/10, func() { c.releaseWithoutWorkflowPod(uid) })
+}
+
+// releaseWithoutWorkflowPod drops the reservation of a runner whose job
+// started grace ago and whose workflow pod did not come.
+func (c *Checker) releaseWithoutWorkflowPod(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pods[uid]
+	if _, claimed := c.workflow[uid]; p == nil || claimed {
+		return
+	}
+	// A workflow pod that exists but is not bound yet still claims it.
+	for _, wf := range c.pods {
+		if wf.Namespace == p.Namespace && wf.Labels[c.runnerLabel] == p.Name && !isTerminal(wf) && c.incarnationLocked(wf, p.Name) == p {
+			return
+		}
+	}
+	c.released[uid] = true
+	c.logger.V(2).Info("Reservation of a job without a workflow pod released", "runner", klog.KObj(p), "node", p.Spec.NodeName, "grace", c.grace)
+	c.checkNodesLocked(map[string]bool{p.Spec.NodeName: true})
 }
 
 func (c *Checker) observe(obj any, deleted bool) {
@@ -142,8 +306,11 @@ func (c *Checker) observe(obj any, deleted bool) {
 	if deleted {
 		delete(c.pods, pod.UID)
 		delete(c.seq, pod.UID)
-		delete(c.claimed, pod.UID)
+		delete(c.workflow, pod.UID)
 		delete(c.flagged, pod.UID)
+		delete(c.recorded, pod.UID)
+		delete(c.waiting, pod.UID)
+		delete(c.released, pod.UID)
 	} else {
 		if _, ok := c.seq[pod.UID]; !ok {
 			c.nextSeq++
@@ -151,32 +318,41 @@ func (c *Checker) observe(obj any, deleted bool) {
 		}
 		c.pods[pod.UID] = pod
 		c.checkRecordLocked(pod)
+		if _, ok := pod.Annotations[workflowreservation.ReservationAnnotation]; ok && pod.Spec.NodeName != "" && !c.recorded[pod.UID] {
+			// Its EphemeralRunner may have shown the job first.
+			c.recorded[pod.UID] = true
+			c.startGraceLocked(pod)
+		}
 	}
 	touched[pod.Spec.NodeName] = true
 	if _, ok := pod.Labels[c.runnerLabel]; ok && pod.Spec.NodeName != "" && !deleted {
-		// The workflow pod is on the node: from now on it, not the
-		// reservation of its runner incarnation, accounts for the room
-		// (whatever its fate).
-		if runner := c.incarnationLocked(pod); runner != nil && !c.claimed[runner.UID] {
-			c.claimed[runner.UID] = true
+		// The first such pod of the incarnation on a node is its workflow
+		// pod: from now on its claim decides what the reservation holds.
+		if runner := c.incarnationLocked(pod, pod.Labels[c.runnerLabel]); runner != nil {
+			if _, claimed := c.workflow[runner.UID]; !claimed {
+				c.workflow[runner.UID] = pod.UID
+			}
 			touched[runner.Spec.NodeName] = true
 		}
 	}
-	for node := range touched {
+	c.checkNodesLocked(touched)
+}
+
+func (c *Checker) checkNodesLocked(nodes map[string]bool) {
+	for node := range nodes {
 		if _, ok := c.allocatable[node]; ok {
 			c.checkLocked(node)
 		}
 	}
 }
 
-// incarnationLocked returns the runner pod a workflow pod belongs to: of
-// the name its label gives, the latest created before it; nil if there is
-// none (the pod's runner incarnation is gone).
-func (c *Checker) incarnationLocked(workflow *v1.Pod) *v1.Pod {
-	name := workflow.Labels[c.runnerLabel]
+// incarnationLocked returns the runner pod a pod labelled (or whose Job is
+// labelled) with runner name belongs to: of that name, the latest created
+// before it; nil if there is none (the pod's runner incarnation is gone).
+func (c *Checker) incarnationLocked(pod *v1.Pod, name string) *v1.Pod {
 	var runner *v1.Pod
 	for _, p := range c.pods {
-		if p.Namespace != workflow.Namespace || p.Name != name || !c.createdBeforeLocked(p, workflow) {
+		if p.Namespace != pod.Namespace || p.Name != name || !c.createdBeforeLocked(p, pod) {
 			continue
 		}
 		if runner == nil || c.createdBeforeLocked(runner, p) {
@@ -186,18 +362,19 @@ func (c *Checker) incarnationLocked(workflow *v1.Pod) *v1.Pod {
 	return runner
 }
 
-// reservationLocked returns the reservation recorded on pod if it still
-// holds room: not claimed yet by a workflow pod of this runner incarnation.
-// Every record counts, whatever its runnerUID: in a run only tandem's
-// Bindings write them, so a record that tandem would not honour is a defect
-// to expose, not room to forget (observe flags one whose runnerUID is not
-// its pod's).
-func (c *Checker) reservationLocked(pod *v1.Pod) (workflowreservation.Recorded, bool) {
-	r, ok, err := workflowreservation.RecordedReservation(pod)
-	if !ok || err != nil || c.claimed[pod.UID] {
-		return workflowreservation.Recorded{}, false
+// stepJobLocked returns, for a pod controlled by a Job, the runner its Job
+// names; known is false while the Job has not been seen (the pod's role is
+// not known yet).
+func (c *Checker) stepJobLocked(pod *v1.Pod) (runner string, job, known bool) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "Job" {
+		return "", false, true
 	}
-	return r, true
+	r, known := c.jobs[ref.UID]
+	if !known || r.Namespace != pod.Namespace {
+		return "", true, known
+	}
+	return r.Name, true, true
 }
 
 // checkRecordLocked flags, once per pod, a reservation recorded for another
@@ -230,26 +407,98 @@ func (c *Checker) createdBeforeLocked(a, b *v1.Pod) bool {
 	return c.seq[a.UID] < c.seq[b.UID]
 }
 
-// checkLocked recomputes a node's used and reserved room and records a
-// violation if it exceeds allocatable.
-func (c *Checker) checkLocked(node string) {
-	used, reserved := v1.ResourceList{}, v1.ResourceList{}
-	// parts names what makes up the sums, for a violation's log line.
-	var parts []string
-	for _, p := range c.pods {
-		if p.Spec.NodeName != node || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+func isTerminal(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
+}
+
+// podAmount is a pod's request as Kubernetes computes it, plus one pod.
+func podAmount(p *v1.Pod) v1.ResourceList {
+	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	addTo(req, v1.ResourceList{v1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
+	return req
+}
+
+// heldLocked is what runner's reservation rec holds on its node, given the
+// node's non-terminal pods; step says it is step headroom after the claim.
+func (c *Checker) heldLocked(runner *v1.Pod, rec workflowreservation.Recorded, onNode []*v1.Pod) (held v1.ResourceList, step bool) {
+	wfUID, claimed := c.workflow[runner.UID]
+	steps := v1.ResourceList{}
+	for _, p := range onNode {
+		if p.UID == wfUID || p.Namespace != runner.Namespace {
 			continue
 		}
+		name, viaJob, _ := c.stepJobLocked(p)
+		if !viaJob {
+			name = p.Labels[c.runnerLabel]
+		}
+		if name != runner.Name || c.incarnationLocked(p, name) != runner {
+			continue
+		}
+		addTo(steps, podAmount(p))
+	}
+	if c.released[runner.UID] {
+		// A job without a container may still run container steps: the
+		// plugin keeps the step headroom.
+		return atLeastZero(sub(rec.StepRequests, steps)), true
+	}
+	if !claimed {
+		return Held(rec, nil, steps), false
+	}
+	wf := c.pods[wfUID]
+	if wf == nil || isTerminal(wf) || wf.Spec.NodeName != rec.Node {
+		return nil, false
+	}
+	return Held(rec, podAmount(wf), steps), true
+}
+
+// Held is what a reservation recorded as rec holds on its node, by the
+// plugin's rule, given the request (one pod included) of its workflow pod
+// there (nil: not there yet) and of its runner's step pods there:
+// before the workflow pod, rec.Requests less the step pods; after it, the
+// recorded requests less the workflow pod's, at most rec.StepRequests, less
+// the step pods. Never below zero.
+func Held(rec workflowreservation.Recorded, workflow, steps v1.ResourceList) v1.ResourceList {
+	if workflow == nil {
+		return atLeastZero(sub(rec.Requests, steps))
+	}
+	headroom := atMost(atLeastZero(sub(rec.Requests, workflow)), rec.StepRequests)
+	return atLeastZero(sub(headroom, steps))
+}
+
+// checkLocked recomputes a node's used and held room and records a
+// violation if it exceeds allocatable.
+func (c *Checker) checkLocked(node string) {
+	used, reserved, reservedStep := v1.ResourceList{}, v1.ResourceList{}, v1.ResourceList{}
+	// parts names what makes up the sums, for a violation's log line.
+	var parts []string
+	var onNode []*v1.Pod
+	for _, p := range c.pods {
+		if p.Spec.NodeName == node && !isTerminal(p) {
+			onNode = append(onNode, p)
+		}
+	}
+	for _, p := range onNode {
 		if p.Status.Phase == v1.PodRunning {
-			req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+			if _, _, known := c.stepJobLocked(p); !known {
+				// A Job's pod before its Job: its role (a step pod, which
+				// may use its runner's headroom) is not known yet.
+				parts = append(parts, fmt.Sprintf("%s(uid %s) not counted yet (its Job is not seen yet)", p.Name, p.UID))
+				continue
+			}
+			req := podAmount(p)
 			addTo(used, req)
-			addTo(used, v1.ResourceList{v1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
 			parts = append(parts, fmt.Sprintf("%s(uid %s) runs cpu=%s", p.Name, p.UID, req.Cpu()))
 		}
-		if r, ok := c.reservationLocked(p); ok && r.Node == node {
-			addTo(reserved, r.Requests)
-			parts = append(parts, fmt.Sprintf("%s(uid %s) reserves cpu=%s", p.Name, p.UID, r.Requests.Cpu()))
+		rec, ok, err := workflowreservation.RecordedReservation(p)
+		if !ok || err != nil || rec.Node != node {
+			continue
 		}
+		held, step := c.heldLocked(p, rec, onNode)
+		addTo(reserved, held)
+		if step {
+			addTo(reservedStep, held)
+		}
+		parts = append(parts, fmt.Sprintf("%s(uid %s) holds cpu=%s (step headroom: %v)", p.Name, p.UID, held.Cpu(), step))
 	}
 	now := c.clock.Now()
 	total := used.DeepCopy()
@@ -265,15 +514,16 @@ func (c *Checker) checkLocked(node string) {
 		}
 	}
 	s := Sample{
-		T:              now,
-		UsedMilliCPU:   used.Cpu().MilliValue(),
-		ReservedMilli:  reserved.Cpu().MilliValue(),
-		UsedMemory:     used.Memory().Value(),
-		ReservedMemory: reserved.Memory().Value(),
+		T:                 now,
+		UsedMilliCPU:      used.Cpu().MilliValue(),
+		ReservedMilli:     reserved.Cpu().MilliValue(),
+		ReservedStepMilli: reservedStep.Cpu().MilliValue(),
+		UsedMemory:        used.Memory().Value(),
+		ReservedMemory:    reserved.Memory().Value(),
 	}
 	list := c.samples[node]
 	if last := list[len(list)-1]; last.UsedMilliCPU == s.UsedMilliCPU && last.ReservedMilli == s.ReservedMilli &&
-		last.UsedMemory == s.UsedMemory && last.ReservedMemory == s.ReservedMemory {
+		last.ReservedStepMilli == s.ReservedStepMilli && last.UsedMemory == s.UsedMemory && last.ReservedMemory == s.ReservedMemory {
 		return
 	}
 	c.samples[node] = append(list, s)
@@ -292,6 +542,58 @@ func addTo(dst, src v1.ResourceList) {
 	}
 }
 
+// sub returns a - b, over the resources of both.
+func sub(a, b v1.ResourceList) v1.ResourceList {
+	out := a.DeepCopy()
+	if out == nil {
+		out = v1.ResourceList{}
+	}
+	for name, q := range b {
+		d := out[name]
+		d.Sub(q)
+		out[name] = d
+	}
+	return out
+}
+
+// atLeastZero returns rl with negative amounts raised to zero.
+func atLeastZero(rl v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	for name, q := range rl {
+		if q.Sign() < 0 {
+			q = *resource.NewQuantity(0, q.Format)
+		}
+		out[name] = q
+	}
+	return out
+}
+
+// atMost returns rl with every amount lowered to limit's (zero where limit
+// has none).
+func atMost(rl, limit v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	for name, q := range rl {
+		l, ok := limit[name]
+		if !ok {
+			l = *resource.NewQuantity(0, q.Format)
+		}
+		if q.Cmp(l) > 0 {
+			q = l
+		}
+		out[name] = q
+	}
+	return out
+}
+
+func nonZero(rl v1.ResourceList) bool {
+	for _, q := range rl {
+		if q.Sign() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Violations returns the violations seen so far.
 func (c *Checker) Violations() []Violation {
 	c.mu.Lock()
@@ -300,18 +602,27 @@ func (c *Checker) Violations() []Violation {
 }
 
 // Reservations returns the runners (namespace/name) whose recorded
-// reservation still holds room: bound, non-terminal, workflow pod not yet on
-// the node.
+// reservation still holds room: bound, non-terminal, holding something by
+// the rule of the package comment.
 func (c *Checker) Reservations() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []string
+	onNode := map[string][]*v1.Pod{}
 	for _, p := range c.pods {
-		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
-			continue
+		if p.Spec.NodeName != "" && !isTerminal(p) {
+			onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p)
 		}
-		if _, ok := c.reservationLocked(p); ok {
-			out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}.String())
+	}
+	var out []string
+	for _, pods := range onNode {
+		for _, p := range pods {
+			rec, ok, err := workflowreservation.RecordedReservation(p)
+			if !ok || err != nil {
+				continue
+			}
+			if held, _ := c.heldLocked(p, rec, onNode[rec.Node]); nonZero(held) {
+				out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}.String())
+			}
 		}
 	}
 	sort.Strings(out)

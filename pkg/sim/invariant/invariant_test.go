@@ -6,9 +6,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
@@ -142,6 +146,225 @@ func TestChecker(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantReservations, c.Reservations()); diff != "" {
 				t.Errorf("reservations (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHeld(t *testing.T) {
+	rl := func(cpu, pods string) v1.ResourceList {
+		return v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourcePods: resource.MustParse(pods)}
+	}
+	// 2 cpu for the workflow pod, 1 for a step pod, each one pod.
+	rec := workflowreservation.Recorded{Node: "n1", Requests: rl("3", "2"), StepRequests: rl("1", "1")}
+	tests := map[string]struct {
+		rec      workflowreservation.Recorded
+		workflow v1.ResourceList
+		steps    v1.ResourceList
+		want     v1.ResourceList
+	}{
+		"before the workflow pod: all of it":               {rec: rec, want: rl("3", "2")},
+		"before the workflow pod, a step pod there":        {rec: rec, steps: rl("1", "1"), want: rl("2", "1")},
+		"workflow pod as reserved: the step headroom":      {rec: rec, workflow: rl("2", "1"), want: rl("1", "1")},
+		"workflow pod smaller: the headroom, no more":      {rec: rec, workflow: rl("1", "1"), want: rl("1", "1")},
+		"workflow pod larger: it eats into the headroom":   {rec: rec, workflow: rl("2500m", "1"), want: rl("500m", "1")},
+		"a step pod uses the headroom":                     {rec: rec, workflow: rl("2", "1"), steps: rl("1", "1"), want: rl("0", "0")},
+		"a step pod larger than the headroom: not below 0": {rec: rec, workflow: rl("2", "1"), steps: rl("2", "1"), want: rl("0", "0")},
+		"no step headroom: nothing once the workflow pod is there": {
+			rec: workflowreservation.Recorded{Node: "n1", Requests: rl("2", "1")}, workflow: rl("2", "1"), want: rl("0", "0"),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := Held(tc.rec, tc.workflow, tc.steps)
+			for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourcePods} {
+				if g, w := got[r], tc.want[r]; g.Cmp(w) != 0 {
+					t.Errorf("%s = %s, want %s (all: %v)", r, g.String(), w.String(), got)
+				}
+			}
+		})
+	}
+}
+
+// Container steps, services' hosts ports aside, and jobs without a
+// container: what the checker counts as held follows the plugin's rule.
+func TestCheckerJobShapes(t *testing.T) {
+	cpu := func(q string) map[v1.ResourceName]string { return map[v1.ResourceName]string{v1.ResourceCPU: q} }
+	at := func(sec int64) metav1.Time { return metav1.Unix(sec, 0) }
+	// r1 on n1 (6 cpu): runner 1, workflow pod 2, step headroom 1.
+	runner := st.MakePod().Namespace("ns").Name("r1").UID("r1").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).CreationTimestamp(at(10)).
+		Annotation(workflowreservation.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"3","pods":"2"},"stepRequests":{"cpu":"1","pods":"1"},"source":"hook-template","runnerUID":"r1"}`).Obj()
+	// The same runner, recorded when its EphemeralRunner showed job 6.
+	staleRunner := runner.DeepCopy()
+	staleRunner.Annotations[workflowreservation.ReservationAnnotation] = `{"node":"n1","requests":{"cpu":"3","pods":"2"},"stepRequests":{"cpu":"1","pods":"1"},"source":"hook-template","staleJob":"6","runnerUID":"r1"}`
+	workflow := func(node string) *v1.Pod {
+		return st.MakePod().Namespace("ns").Name("r1-workflow").UID("wf").Node(node).Req(cpu("2")).
+			Label("runner-pod", "r1").Phase(v1.PodRunning).CreationTimestamp(at(20)).Obj()
+	}
+	finished := func(p *v1.Pod) *v1.Pod {
+		p = p.DeepCopy()
+		p.Status.Phase = v1.PodSucceeded
+		return p
+	}
+	other := func(q string) *v1.Pod {
+		return st.MakePod().Namespace("ns").Name("other").UID("other").Node("n1").Req(cpu(q)).Phase(v1.PodRunning).CreationTimestamp(at(30)).Obj()
+	}
+	// A step pod of hooks v0.8: labelled with the runner.
+	barePod := st.MakePod().Namespace("ns").Name("r1-step-0a1b2c3d").UID("step8").Node("n1").Req(cpu("1")).
+		Label("runner-pod", "r1").Phase(v1.PodRunning).CreationTimestamp(at(25)).Obj()
+	// A step Job of hooks v0.7.0 and its pod.
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r1-step-11111111", UID: "job", Labels: map[string]string{"runner-pod": "r1"}}}
+	jobPod := st.MakePod().Namespace("ns").Name("r1-step-11111111-x2z4q").UID("step7").Node("n1").Req(cpu("1")).
+		OwnerReference("r1-step-11111111", batchv1.SchemeGroupVersion.WithKind("Job")).Phase(v1.PodRunning).CreationTimestamp(at(25)).Obj()
+	jobPod.OwnerReferences[0].UID = "job"
+	jobPod.OwnerReferences[0].Controller = ptr.To(true)
+	ephemeralRunner := func(jobID string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": "ns", "name": "r1"}}}
+		if jobID != "" {
+			_ = unstructured.SetNestedField(u.Object, jobID, "status", "jobId")
+		}
+		return u
+	}
+	gone := func(p *v1.Pod) *v1.Pod {
+		p = p.DeepCopy()
+		metav1.SetMetaDataLabel(&p.ObjectMeta, "deleted", "true")
+		return p
+	}
+
+	tests := map[string]struct {
+		events           []any
+		wantViolations   int
+		wantReservations []string
+		wantReservedCPU  int64 // millicores held on n1 at the end
+	}{
+		"step headroom stays held after the claim": {
+			// runner 1 + workflow 2 + headroom 1 + other 2.5 > 6.
+			events:           []any{runner, workflow("n1"), other("2500m")},
+			wantViolations:   1,
+			wantReservations: []string{"ns/r1"},
+			wantReservedCPU:  1000,
+		},
+		"room beside the headroom is free": {
+			events:           []any{runner, workflow("n1"), other("2")},
+			wantReservations: []string{"ns/r1"},
+			wantReservedCPU:  1000,
+		},
+		"a bare step pod (hooks v0.8) uses the headroom": {
+			events:          []any{runner, workflow("n1"), barePod, other("2")},
+			wantReservedCPU: 0,
+		},
+		"a step Job's pod (hooks v0.7.0) uses the headroom": {
+			events: []any{runner, workflow("n1"), job, jobPod, other("2")},
+		},
+		"a Job's pod seen before its Job counts once the Job is seen": {
+			events: []any{runner, workflow("n1"), jobPod, other("2"), job},
+		},
+		"a bare step pod is not the runner's workflow pod": {
+			// The workflow pod claimed first; the step pod on its own would
+			// have looked like one, and the headroom like free room.
+			events:           []any{runner, workflow("n1"), finished(barePod), other("2500m")},
+			wantViolations:   1,
+			wantReservations: []string{"ns/r1"},
+			wantReservedCPU:  1000,
+		},
+		"the workflow pod gone: nothing held": {
+			events: []any{runner, workflow("n1"), gone(workflow("n1")), other("5")},
+		},
+		"the workflow pod ended: nothing held": {
+			events: []any{runner, workflow("n1"), finished(workflow("n1")), other("5")},
+		},
+		"the workflow pod on another node: nothing held": {
+			events: []any{runner, workflow("n2"), other("5")},
+		},
+		"job without a container: released after the grace, the step headroom kept": {
+			// runner 1 + headroom 1 + other 4 = 6.
+			events:           []any{ephemeralRunner(""), runner, ephemeralRunner("7"), other("4")},
+			wantReservations: []string{"ns/r1"},
+			wantReservedCPU:  1000,
+		},
+		"job without a container: the step headroom stays held after the release": {
+			events:           []any{runner, ephemeralRunner("7"), other("4500m")},
+			wantViolations:   1,
+			wantReservations: []string{"ns/r1"},
+			wantReservedCPU:  1000,
+		},
+		"job without a container: a step Job's pod after the release uses the headroom": {
+			events:          []any{runner, ephemeralRunner("7"), job, jobPod, other("4")},
+			wantReservedCPU: 0,
+		},
+		"job shown before the reservation record is seen: the grace starts with the record": {
+			events:           []any{ephemeralRunner("7"), runner, other("4")},
+			wantReservations: []string{"ns/r1"},
+			wantReservedCPU:  1000,
+		},
+		"a workflow pod waiting to be scheduled at the end of the grace keeps it": {
+			events:           []any{runner, workflow(""), ephemeralRunner("7"), other("2500m")},
+			wantViolations:   1,
+			wantReservations: []string{"ns/r1"},
+			wantReservedCPU:  3000,
+		},
+		"job without a container, before the grace: all held": {
+			events:           []any{runner, other("2500m")},
+			wantViolations:   1,
+			wantReservations: []string{"ns/r1"},
+			wantReservedCPU:  3000,
+		},
+		"the job the EphemeralRunner showed before the reservation starts no grace": {
+			// A runner recreated under its name: its EphemeralRunner still
+			// shows the failed incarnation's job.
+			events:           []any{ephemeralRunner("6"), staleRunner, ephemeralRunner("6"), other("2500m")},
+			wantViolations:   1,
+			wantReservations: []string{"ns/r1"},
+			wantReservedCPU:  3000,
+		},
+		"a workflow pod that claimed before the job showed is not released": {
+			events:           []any{runner, workflow("n1"), ephemeralRunner("7"), other("2")},
+			wantReservations: []string{"ns/r1"},
+			wantReservedCPU:  1000,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := New(fixedClock{}, nil, "runner-pod")
+			// The grace ends right after the event that started it.
+			var due []func()
+			c.afterFunc = func(d time.Duration, f func()) {
+				if d <= 0 || d >= time.Second {
+					t.Errorf("grace timer of %s, want less than the plugin's 1s and more than 0", d)
+				}
+				due = append(due, f)
+			}
+			c.grace = time.Second
+			for _, n := range []string{"n1", "n2"} {
+				c.AddNode(n, st.MakeNode().Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "6", v1.ResourcePods: "10"}).Obj().Status.Allocatable)
+			}
+			for _, ev := range tc.events {
+				switch o := ev.(type) {
+				case *v1.Pod:
+					if o.Labels["deleted"] == "true" {
+						c.observe(o, true)
+					} else {
+						c.observe(o, false)
+					}
+				case *batchv1.Job:
+					c.observeJob(o)
+				case *unstructured.Unstructured:
+					c.observeEphemeralRunner(o)
+				}
+				for _, f := range due {
+					f()
+				}
+				due = nil
+			}
+			if got := len(c.Violations()); got != tc.wantViolations {
+				t.Errorf("violations = %d (%v), want %d", got, c.Violations(), tc.wantViolations)
+			}
+			if diff := cmp.Diff(tc.wantReservations, c.Reservations()); diff != "" {
+				t.Errorf("reservations (-want,+got):\n%s", diff)
+			}
+			samples := c.Samples()["n1"]
+			if got := samples[len(samples)-1].ReservedMilli; got != tc.wantReservedCPU {
+				t.Errorf("reserved cpu on n1 = %dm, want %dm", got, tc.wantReservedCPU)
 			}
 		})
 	}

@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeports"
 
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
 	"github.com/tandem-scheduler/tandem/pkg/sim/invariant"
@@ -52,6 +54,14 @@ type Run struct {
 	JobsPerHour            float64   `json:"jobsPerHour"`
 	WallSeconds            float64   `json:"wallSeconds"`
 	Failures               []Failure `json:"failures,omitempty"`
+	// ReservedUnusedCPUSeconds is room held for nothing, in simulated
+	// cpu-seconds summed over nodes: what the recorded reservations held
+	// while no pod of their runner used it (the invariant checker's held
+	// room: before the workflow pod, and step headroom without a step pod).
+	// StepHeadroomUnusedCPUSeconds is the part held as step headroom only.
+	// Zero for a scheduler that reserves nothing.
+	ReservedUnusedCPUSeconds     float64 `json:"reservedUnusedCpuSeconds"`
+	StepHeadroomUnusedCPUSeconds float64 `json:"stepHeadroomUnusedCpuSeconds"`
 	// Timeline is per-node used and reserved cpu, for the picture.
 	Timeline []NodeTimeline `json:"-"`
 	// start is the first arrival, makespan is measured from it.
@@ -64,6 +74,42 @@ type Jobs struct {
 	Succeeded      int            `json:"succeeded"`
 	Failed         int            `json:"failed"`
 	FailedByReason map[string]int `json:"failedByReason"`
+	// FailedByCause groups the reasons (Cause); FailedInSteps counts the
+	// failures that came in a container step, whatever their cause.
+	FailedByCause map[string]int `json:"failedByCause"`
+	FailedInSteps int            `json:"failedInSteps"`
+}
+
+// Causes of job failures (Cause).
+const (
+	// CauseCapacity: a pod rejected by the kubelet for want of room
+	// (OutOfcpu, OutOfmemory, OutOfpods, ...).
+	CauseCapacity = "capacity"
+	// CauseHostPort: a pod rejected by the kubelet for a host port another
+	// pod on the node uses (its NodePorts admission).
+	CauseHostPort = "host-port"
+	// CausePendingTimeout: a workflow or step pod left Pending longer than
+	// the hook waits.
+	CausePendingTimeout = "pending-timeout"
+	// CauseOther: anything else (runner failures, node deletions, hook
+	// errors, jobs without a container on a runner requiring one).
+	CauseOther = "other"
+)
+
+// Causes lists the causes in the order the table prints them.
+var Causes = []string{CauseCapacity, CauseHostPort, CausePendingTimeout, CauseOther}
+
+// Cause groups a job failure reason.
+func Cause(reason string) string {
+	switch {
+	case strings.HasPrefix(reason, "OutOf"):
+		return CauseCapacity
+	case reason == nodeports.Name:
+		return CauseHostPort
+	case reason == arc.ReasonPrepareJobTimeout || reason == arc.ReasonStepTimeout:
+		return CausePendingTimeout
+	}
+	return CauseOther
 }
 
 // Latency percentiles in simulated seconds.
@@ -91,7 +137,7 @@ type NodeTimeline struct {
 
 // NewRun sums up a run from its job results and the checker's timelines.
 func NewRun(scheduler string, results []arc.Result, samples map[string][]invariant.Sample, allocatable map[string]v1.ResourceList) Run {
-	r := Run{Scheduler: scheduler, Jobs: Jobs{Submitted: len(results), FailedByReason: map[string]int{}}}
+	r := Run{Scheduler: scheduler, Jobs: Jobs{Submitted: len(results), FailedByReason: map[string]int{}, FailedByCause: map[string]int{}}}
 	var latencies []float64
 	var end time.Duration
 	r.start = time.Duration(math.MaxInt64)
@@ -107,6 +153,10 @@ func NewRun(scheduler string, results []arc.Result, samples map[string][]invaria
 		}
 		r.Jobs.Failed++
 		r.Jobs.FailedByReason[res.Reason]++
+		r.Jobs.FailedByCause[Cause(res.Reason)]++
+		if res.InStep {
+			r.Jobs.FailedInSteps++
+		}
 		r.Failures = append(r.Failures, Failure{Job: res.Job.ID, Node: res.Node, AtSeconds: round(res.Ended.Seconds()), Reason: res.Reason, Message: res.Message})
 	}
 	if len(results) == 0 {
@@ -123,23 +173,29 @@ func NewRun(scheduler string, results []arc.Result, samples map[string][]invaria
 		nodes = append(nodes, n)
 	}
 	sort.Strings(nodes)
-	var util float64
+	var util, unused, unusedStep float64
+	used := func(s invariant.Sample) int64 { return s.UsedMilliCPU }
 	for _, n := range nodes {
 		rl := allocatable[n]
 		alloc := rl.Cpu().MilliValue()
 		r.Timeline = append(r.Timeline, NodeTimeline{Node: n, AllocatableMilliCPU: alloc, Samples: samples[n]})
 		if alloc > 0 && span > 0 {
-			util += integrate(samples[n], r.start, end) / (float64(alloc) * span.Seconds())
+			util += integrate(samples[n], used, r.start, end) / (float64(alloc) * span.Seconds())
 		}
+		// From the first sample on: warm runners hold room before the
+		// first arrival.
+		unused += integrate(samples[n], func(s invariant.Sample) int64 { return s.ReservedMilli }, 0, end)
+		unusedStep += integrate(samples[n], func(s invariant.Sample) int64 { return s.ReservedStepMilli }, 0, end)
 	}
+	r.ReservedUnusedCPUSeconds, r.StepHeadroomUnusedCPUSeconds = round(unused/1000), round(unusedStep/1000)
 	if len(nodes) > 0 {
 		r.MeanNodeCPUUtilization = math.Round(1000*util/float64(len(nodes))) / 1000
 	}
 	return r
 }
 
-// integrate returns the millicore-seconds of used cpu over [from, to].
-func integrate(samples []invariant.Sample, from, to time.Duration) float64 {
+// integrate returns the millicore-seconds of field over [from, to].
+func integrate(samples []invariant.Sample, field func(invariant.Sample) int64, from, to time.Duration) float64 {
 	var sum float64
 	for i, s := range samples {
 		next := to
@@ -148,7 +204,7 @@ func integrate(samples []invariant.Sample, from, to time.Duration) float64 {
 		}
 		a, b := max(s.T, from), min(next, to)
 		if b > a {
-			sum += float64(s.UsedMilliCPU) * (b - a).Seconds()
+			sum += float64(field(s)) * (b - a).Seconds()
 		}
 	}
 	return sum

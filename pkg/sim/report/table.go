@@ -24,6 +24,27 @@ func PrintTable(w io.Writer, r *Report) {
 	}
 	fmt.Fprintf(tw, "ideal packing bound\t%d\t\t\t\t\t\t%.0f\t%.1f\t\t\t\n", r.jobs(), r.Ideal.MakespanSeconds, r.Ideal.JobsPerHour)
 	_ = tw.Flush()
+	fmt.Fprintln(w)
+	PrintCauses(w, r)
+}
+
+// PrintCauses writes, per run, the failed jobs by cause (Cause) and the room
+// held for nothing (Run.ReservedUnusedCPUSeconds).
+func PrintCauses(w io.Writer, r *Report) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "SCHEDULER\tFAILED")
+	for _, c := range Causes {
+		fmt.Fprintf(tw, "\t%s", strings.ToUpper(c))
+	}
+	fmt.Fprintln(tw, "\tOF THEM IN A STEP\tRESERVED BUT UNUSED (cpu-s)\tOF IT STEP HEADROOM (cpu-s)")
+	for _, run := range r.Runs {
+		fmt.Fprintf(tw, "%s\t%d", run.Scheduler, run.Jobs.Failed)
+		for _, c := range Causes {
+			fmt.Fprintf(tw, "\t%d", run.Jobs.FailedByCause[c])
+		}
+		fmt.Fprintf(tw, "\t%d\t%.0f\t%.0f\n", run.Jobs.FailedInSteps, run.ReservedUnusedCPUSeconds, run.StepHeadroomUnusedCPUSeconds)
+	}
+	_ = tw.Flush()
 }
 
 func (r *Report) jobs() int {

@@ -31,6 +31,59 @@ type Generator struct {
 	MaxDuration metav1.Duration `json:"maxDuration"`
 	// WithoutContainer is the fraction of jobs without a job container.
 	WithoutContainer float64 `json:"withoutContainer,omitempty"`
+	// Mix, if set, draws each job's scale set and shape from these entries
+	// by weight, instead of ScaleSet or ScaleSets. It changes no arrival or
+	// duration.
+	Mix []Shape `json:"mix,omitempty"`
+}
+
+// Shape is what the generated jobs of one entry of a mix look like.
+type Shape struct {
+	ScaleSet string `json:"scaleSet"`
+	// Weight is the entry's share of the jobs (default 1).
+	Weight int `json:"weight,omitempty"`
+	// Image and Services are the job container's image and services.
+	Image    string        `json:"image,omitempty"`
+	Services []arc.Service `json:"services,omitempty"`
+	// WithoutContainer, if set, replaces the generator's fraction of jobs
+	// without a job container for this entry.
+	WithoutContainer *float64 `json:"withoutContainer,omitempty"`
+	// Steps gives the entry's jobs with a container their container steps.
+	Steps *StepGenerator `json:"steps,omitempty"`
+}
+
+// StepGenerator draws Count container steps per job, of uniform durations,
+// spread evenly over the job: equal gaps before, between and after them.
+type StepGenerator struct {
+	Count       int             `json:"count"`
+	MinDuration metav1.Duration `json:"minDuration"`
+	MaxDuration metav1.Duration `json:"maxDuration"`
+}
+
+// steps draws a job's steps for a job of duration d.
+func (g *StepGenerator) steps(r *rand.Rand, d time.Duration) []arc.Step {
+	if g == nil || g.Count == 0 {
+		return nil
+	}
+	durations := make([]time.Duration, g.Count)
+	var sum time.Duration
+	span := g.MaxDuration.Duration - g.MinDuration.Duration
+	for i := range durations {
+		durations[i] = g.MinDuration.Duration
+		if span > 0 {
+			durations[i] += time.Duration(r.Int63n(int64(span)))
+		}
+		durations[i] = durations[i].Round(time.Second)
+		sum += durations[i]
+	}
+	gap := (d - sum) / time.Duration(g.Count+1)
+	out := make([]arc.Step, 0, g.Count)
+	at := gap
+	for _, sd := range durations {
+		out = append(out, arc.Step{At: at, Duration: sd})
+		at += sd + gap
+	}
+	return out
 }
 
 func (g *Generator) validate(sets map[string]bool) []error {
@@ -55,6 +108,24 @@ func (g *Generator) validate(sets map[string]bool) []error {
 	if g.MeanInterarrival.Duration < 0 || g.WithoutContainer < 0 || g.WithoutContainer > 1 {
 		errs = append(errs, fmt.Errorf("generate: want meanInterarrival >= 0 and 0 <= withoutContainer <= 1"))
 	}
+	if len(g.Mix) > 0 && (g.ScaleSet != "" || len(g.ScaleSets) > 0) {
+		errs = append(errs, fmt.Errorf("generate: set mix, or scaleSet or scaleSets, not both"))
+	}
+	for i, m := range g.Mix {
+		if !sets[m.ScaleSet] {
+			errs = append(errs, fmt.Errorf("generate: mix %d: unknown scale set %q", i, m.ScaleSet))
+		}
+		if m.Weight < 0 || (m.WithoutContainer != nil && (*m.WithoutContainer < 0 || *m.WithoutContainer > 1)) {
+			errs = append(errs, fmt.Errorf("generate: mix %d: want weight >= 0 and 0 <= withoutContainer <= 1", i))
+		}
+		if st := m.Steps; st != nil {
+			if st.Count < 0 || st.MinDuration.Duration <= 0 || st.MaxDuration.Duration < st.MinDuration.Duration {
+				errs = append(errs, fmt.Errorf("generate: mix %d: steps: want count >= 0 and 0 < minDuration <= maxDuration", i))
+			} else if time.Duration(st.Count)*st.MaxDuration.Duration >= g.MinDuration.Duration {
+				errs = append(errs, fmt.Errorf("generate: mix %d: %d steps of up to %s do not fit in a job of %s", i, st.Count, st.MaxDuration.Duration, g.MinDuration.Duration))
+			}
+		}
+	}
 	return errs
 }
 
@@ -66,6 +137,7 @@ type Arrival struct {
 	ScaleSet  string
 	Container bool
 	Spec      arc.JobSpec
+	Steps     []arc.Step
 }
 
 // Stream returns the scenario's jobs in arrival order, IDs from 1. The
@@ -78,11 +150,15 @@ func (s *Scenario) Stream(seed int64) []Arrival {
 		if set == "" {
 			set = first
 		}
-		out = append(out, Arrival{
+		a := Arrival{
 			At: j.At.Duration, Duration: j.Duration.Duration, ScaleSet: set,
 			Container: j.Container == nil || *j.Container,
 			Spec:      arc.JobSpec{Image: j.Image, Services: j.Services},
-		})
+		}
+		for _, st := range j.Steps {
+			a.Steps = append(a.Steps, arc.Step{At: st.At.Duration, Duration: st.Duration.Duration, Image: st.Image})
+		}
+		out = append(out, a)
 	}
 	if g := s.Jobs.Generate; g != nil {
 		if seed == 0 {
@@ -92,7 +168,7 @@ func (s *Scenario) Stream(seed int64) []Arrival {
 		if set == "" {
 			set = first
 		}
-		out = append(out, g.generate(rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed+1)), set)...)
+		out = append(out, g.generate(rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed+1)), rand.New(rand.NewSource(seed+2)), set)...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 	for i := range out {
@@ -101,7 +177,15 @@ func (s *Scenario) Stream(seed int64) []Arrival {
 	return out
 }
 
-func (g *Generator) generate(r, sets *rand.Rand, set string) []Arrival {
+// generate draws the stream: arrivals, durations and the generator's
+// container draw from r; scale sets and mix entries from sets; what a mix
+// entry adds (its container draw, step durations) from shapes. So spreading
+// jobs over sets or shapes changes no arrival or duration.
+func (g *Generator) generate(r, sets, shapes *rand.Rand, set string) []Arrival {
+	total := 0
+	for _, m := range g.Mix {
+		total += max(m.Weight, 1)
+	}
 	burst := max(g.Burst, 1)
 	at := g.Start.Duration
 	span := g.MaxDuration.Duration - g.MinDuration.Duration
@@ -117,13 +201,34 @@ func (g *Generator) generate(r, sets *rand.Rand, set string) []Arrival {
 				Container: r.Float64() >= g.WithoutContainer,
 			}
 			if len(g.ScaleSets) > 0 {
-				// From a generator of its own: spreading jobs over sets
-				// changes no arrival or duration.
 				a.ScaleSet = g.ScaleSets[sets.Intn(len(g.ScaleSets))]
+			}
+			if total > 0 {
+				g.shape(&a, sets.Intn(total), shapes)
 			}
 			out = append(out, a)
 		}
 		at += time.Duration(r.ExpFloat64() * float64(g.MeanInterarrival.Duration)).Round(time.Second)
 	}
 	return out
+}
+
+// shape gives a the scale set and shape of the mix entry at weight index w.
+func (g *Generator) shape(a *Arrival, w int, r *rand.Rand) {
+	var m *Shape
+	for i := range g.Mix {
+		if w -= max(g.Mix[i].Weight, 1); w < 0 {
+			m = &g.Mix[i]
+			break
+		}
+	}
+	a.ScaleSet = m.ScaleSet
+	if m.WithoutContainer != nil {
+		a.Container = r.Float64() >= *m.WithoutContainer
+	}
+	if !a.Container {
+		return
+	}
+	a.Spec = arc.JobSpec{Image: m.Image, Services: m.Services}
+	a.Steps = m.Steps.steps(r, a.Duration)
 }

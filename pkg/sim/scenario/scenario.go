@@ -31,10 +31,15 @@ type Scenario struct {
 	// provisioned: hostname (node-local disks, local-path; the default) or
 	// zone (zonal disks: EBS gp3, GKE standard-rwo; nodes need a
 	// topology.kubernetes.io/zone label).
-	StorageTopology string     `json:"storageTopology,omitempty"`
-	Nodes           []NodePool `json:"nodes"`
-	ScaleSets       []ScaleSet `json:"scaleSets"`
-	Jobs            Jobs       `json:"jobs"`
+	StorageTopology string `json:"storageTopology,omitempty"`
+	// NoWorkflowPodGrace is tandem's noWorkflowPodGrace in simulated time
+	// (default the plugin's, 2m): how long a runner whose job started waits
+	// for its workflow pod before its reservation of a job without a
+	// container is released.
+	NoWorkflowPodGrace metav1.Duration `json:"noWorkflowPodGrace,omitempty"`
+	Nodes              []NodePool      `json:"nodes"`
+	ScaleSets          []ScaleSet      `json:"scaleSets"`
+	Jobs               Jobs            `json:"jobs"`
 	// Chaos is what `make chaos` injects; other tools ignore it.
 	Chaos *Chaos `json:"chaos,omitempty"`
 }
@@ -95,6 +100,36 @@ type Job struct {
 	Container *bool         `json:"container,omitempty"`
 	Image     string        `json:"image,omitempty"`
 	Services  []arc.Service `json:"services,omitempty"`
+	// Steps are its container steps, in order, within its duration.
+	Steps []Step `json:"steps,omitempty"`
+}
+
+// Step is a container step (`uses: docker://...`, a container action): it
+// starts At after the job's steps start and runs for Duration in a pod of
+// its own.
+type Step struct {
+	At       metav1.Duration `json:"at"`
+	Duration metav1.Duration `json:"duration"`
+	Image    string          `json:"image,omitempty"`
+}
+
+// validateSteps checks that steps run one after another within a job of
+// duration d that has a container.
+func validateSteps(steps []Step, d time.Duration, container bool) error {
+	if len(steps) > 0 && !container {
+		return errors.New("container steps need a job container")
+	}
+	var end time.Duration
+	for i, st := range steps {
+		if st.Duration.Duration <= 0 || st.At.Duration < end {
+			return fmt.Errorf("step %d: want a positive duration, starting after the step before ends", i)
+		}
+		end = st.At.Duration + st.Duration.Duration
+	}
+	if end > d {
+		return fmt.Errorf("steps end at %s, after the job's %s", end, d)
+	}
+	return nil
 }
 
 // Load reads and validates a scenario file.
@@ -122,6 +157,9 @@ func (s *Scenario) validate() error {
 	var errs []error
 	if s.Name == "" {
 		errs = append(errs, errors.New("name is required"))
+	}
+	if s.NoWorkflowPodGrace.Duration < 0 {
+		errs = append(errs, errors.New("noWorkflowPodGrace must not be negative"))
 	}
 	if s.TimeScale < 0 {
 		errs = append(errs, errors.New("timeScale must not be negative"))
@@ -163,6 +201,9 @@ func (s *Scenario) validate() error {
 		}
 		if j.Duration.Duration <= 0 {
 			errs = append(errs, fmt.Errorf("job %d: duration must be positive", i))
+		}
+		if err := validateSteps(j.Steps, j.Duration.Duration, j.Container == nil || *j.Container); err != nil {
+			errs = append(errs, fmt.Errorf("job %d: %w", i, err))
 		}
 	}
 	if g := s.Jobs.Generate; g != nil {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
 )
 
 func TestSeedScenario(t *testing.T) {
@@ -73,6 +75,27 @@ jobs: {list: [{at: 0s, duration: 10s}]}
 		"generator: scaleSets and scaleSet": {
 			from: "jobs: {list: [{at: 0s, duration: 10s}]}", to: "jobs: {generate: {count: 2, scaleSet: s, scaleSets: [s], minDuration: 1s, maxDuration: 2s}}",
 			wantErr: "not both",
+		},
+		"steps overlap": {
+			from: "duration: 10s}", to: "duration: 10s, steps: [{at: 1s, duration: 3s}, {at: 2s, duration: 1s}]}", wantErr: "starting after the step before ends",
+		},
+		"steps past the job": {
+			from: "duration: 10s}", to: "duration: 10s, steps: [{at: 5s, duration: 6s}]}", wantErr: "after the job's 10s",
+		},
+		"steps without a job container": {
+			from: "duration: 10s}", to: "duration: 10s, container: false, steps: [{at: 1s, duration: 1s}]}", wantErr: "need a job container",
+		},
+		"generator: mix and scaleSets": {
+			from: "jobs: {list: [{at: 0s, duration: 10s}]}", to: "jobs: {generate: {count: 2, scaleSets: [s], mix: [{scaleSet: s}], minDuration: 1s, maxDuration: 2s}}",
+			wantErr: "not both",
+		},
+		"generator: steps longer than the shortest job": {
+			from: "jobs: {list: [{at: 0s, duration: 10s}]}", to: "jobs: {generate: {count: 2, mix: [{scaleSet: s, steps: {count: 2, minDuration: 1s, maxDuration: 30s}}], minDuration: 60s, maxDuration: 90s}}",
+			wantErr: "do not fit",
+		},
+		"generator: unknown set in mix": {
+			from: "jobs: {list: [{at: 0s, duration: 10s}]}", to: "jobs: {generate: {count: 2, mix: [{scaleSet: t}], minDuration: 1s, maxDuration: 2s}}",
+			wantErr: `mix 0: unknown scale set "t"`,
 		},
 		"generator: unknown set in scaleSets": {
 			from: "jobs: {list: [{at: 0s, duration: 10s}]}", to: "jobs: {generate: {count: 2, scaleSets: [s, t], minDuration: 1s, maxDuration: 2s}}",
@@ -141,5 +164,62 @@ func TestGeneratorScaleSets(t *testing.T) {
 	}
 	if sets["a"] == 0 || sets["b"] == 0 {
 		t.Errorf("jobs per set = %v, want both sets used", sets)
+	}
+}
+
+// A mix spreads jobs over sets and shapes without changing arrivals or
+// durations; each entry's jobs get its services and steps, the steps one
+// after another inside the job.
+func TestGeneratorMix(t *testing.T) {
+	none := 0.0
+	all := 1.0
+	base := Scenario{ScaleSets: []ScaleSet{{Name: "a"}, {Name: "b"}, {Name: "c"}}, Jobs: Jobs{Generate: &Generator{
+		Seed: 3, Count: 200, MeanInterarrival: metav1.Duration{Duration: 10 * time.Second},
+		MinDuration: metav1.Duration{Duration: time.Minute}, MaxDuration: metav1.Duration{Duration: 2 * time.Minute},
+	}}}
+	mixed := base
+	g := *base.Jobs.Generate
+	redis := []arc.Service{{Image: "redis:7", Ports: []string{"6379:6379"}}}
+	g.Mix = []Shape{
+		{ScaleSet: "a", Weight: 2, Services: redis, WithoutContainer: &none,
+			Steps: &StepGenerator{Count: 2, MinDuration: metav1.Duration{Duration: 5 * time.Second}, MaxDuration: metav1.Duration{Duration: 20 * time.Second}}},
+		{ScaleSet: "b", WithoutContainer: &all},
+		{ScaleSet: "c"},
+	}
+	mixed.Jobs.Generate = &g
+	one, shaped := base.Stream(0), mixed.Stream(0)
+	perSet := map[string]int{}
+	for i, j := range shaped {
+		if one[i].At != j.At || one[i].Duration != j.Duration {
+			t.Fatalf("job %d: %+v without a mix, %+v with: want the same times", i, one[i], j)
+		}
+		perSet[j.ScaleSet]++
+		switch j.ScaleSet {
+		case "a":
+			if !j.Container || len(j.Spec.Services) != 1 || len(j.Steps) != 2 {
+				t.Errorf("job %d of set a = %+v: want a container, redis and 2 steps", i, j)
+			}
+			var end time.Duration
+			for _, st := range j.Steps {
+				if st.At <= end || st.Duration < 5*time.Second || st.Duration > 20*time.Second {
+					t.Errorf("job %d: steps %+v: want 5-20s steps with gaps between them", i, j.Steps)
+				}
+				end = st.At + st.Duration
+			}
+			if end >= j.Duration {
+				t.Errorf("job %d: steps end at %s, the job at %s", i, end, j.Duration)
+			}
+		case "b":
+			if j.Container || len(j.Steps) != 0 {
+				t.Errorf("job %d of set b = %+v: want no container, no steps", i, j)
+			}
+		case "c":
+			if len(j.Steps) != 0 || len(j.Spec.Services) != 0 {
+				t.Errorf("job %d of set c = %+v: want neither steps nor services", i, j)
+			}
+		}
+	}
+	if perSet["a"] < perSet["b"] || perSet["b"] == 0 || perSet["c"] == 0 {
+		t.Errorf("jobs per set = %v, want every entry used, a twice as often", perSet)
 	}
 }

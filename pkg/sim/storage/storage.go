@@ -7,8 +7,9 @@
 //   - a dynamic provisioner plus the PV controller's binding: once the
 //     scheduler selects a node (annotation volume.kubernetes.io/selected-node)
 //     it creates a PV with node affinity to that node (or its zone, see
-//     Controller.TopologyKey) and binds the claim; a selected node that is
-//     gone is dropped so the scheduler picks another;
+//     Controller.TopologyKey), or for a ReadWriteMany claim a shared file
+//     system every node reaches, and binds the claim; a selected node that
+//     is gone is dropped so the scheduler picks another;
 //   - the garbage collector, pvc-protection and the Delete reclaim policy:
 //     a deleted pod's claims go, and their volumes with them.
 //
@@ -22,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -255,6 +257,14 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	if value == "" {
 		key, value = v1.LabelHostname, node
 	}
+	source := v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/var/lib/sim-local/" + string(claim.UID)}}
+	affinity := &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: v1.NodeSelectorOpIn, Values: []string{value}}},
+	}}}}
+	if slices.Contains(claim.Spec.AccessModes, v1.ReadWriteMany) {
+		// A shared file system (EFS, Filestore, NFS): every node reaches it.
+		source, affinity = v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "nfs.sim.invalid", Path: "/" + string(claim.UID)}}, nil
+	}
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        pvName(claim),
@@ -269,10 +279,8 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 				Kind: "PersistentVolumeClaim", APIVersion: "v1",
 				Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID,
 			},
-			PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/var/lib/sim-local/" + string(claim.UID)}},
-			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-				MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: v1.NodeSelectorOpIn, Values: []string{value}}},
-			}}}},
+			PersistentVolumeSource: source,
+			NodeAffinity:           affinity,
 		},
 	}
 	created, err := c.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})

@@ -21,6 +21,12 @@ const (
 	ReleaseNoWorkflowPod  = "no_workflow_pod"
 )
 
+// Pair pod actions.
+const (
+	PairPodCreated = "created"
+	PairPodDeleted = "deleted"
+)
+
 var (
 	// Reservations counts reservations by phase: "held" (waiting for the
 	// workflow pod), "claimed" (the workflow pod took it), "finished" (the
@@ -80,12 +86,24 @@ var (
 		[]string{"profile", "kind"},
 	)
 
+	// PairPods counts the pending pods of a pair's size created for
+	// cluster autoscalers and deleted once their runner was bound or gone.
+	PairPods = metrics.NewCounterVec(
+		&metrics.CounterOpts{
+			Subsystem:      Subsystem,
+			Name:           "pair_pods_total",
+			Help:           "Number of pending pair pods (runner plus its reservation, for cluster autoscalers) created and deleted.",
+			StabilityLevel: metrics.ALPHA,
+		},
+		[]string{"action"},
+	)
+
 	registerOnce sync.Once
 )
 
 // Register registers the metrics once per process.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(Reservations, ReservedResources, ClaimDuration, Releases, Repairs)
+		legacyregistry.MustRegister(Reservations, ReservedResources, ClaimDuration, Releases, Repairs, PairPods)
 	})
 }

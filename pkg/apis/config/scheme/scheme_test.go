@@ -36,6 +36,7 @@ func defaultArgs() *config.WorkflowReservationArgs {
 		ScoringStrategy:    defaultScoring(),
 		ReconcileInterval:  metav1.Duration{Duration: time.Minute},
 		NoWorkflowPodGrace: metav1.Duration{Duration: 2 * time.Minute},
+		PairPods:           true,
 	}
 }
 
@@ -114,6 +115,7 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
       stepRequestsFromHookTemplate: true
       defaultHostPorts: ["6379", "53/UDP"]
       noWorkflowPodGrace: 45s
+      pairPods: false
 `),
 			wantArgs: &config.WorkflowReservationArgs{
 				RunnerSelector: &metav1.LabelSelector{
@@ -137,6 +139,7 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
 				StepRequestsFromHookTemplate: true,
 				DefaultHostPorts:             []string{"6379", "53/UDP"},
 				NoWorkflowPodGrace:           metav1.Duration{Duration: 45 * time.Second},
+				PairPods:                     false,
 			},
 		},
 		"some args, others defaulted": {

@@ -47,6 +47,9 @@ func SetDefaults_WorkflowReservationArgs(obj *WorkflowReservationArgs) {
 	if obj.NoWorkflowPodGrace == nil {
 		obj.NoWorkflowPodGrace = &metav1.Duration{Duration: DefaultNoWorkflowPodGrace}
 	}
+	if obj.PairPods == nil {
+		obj.PairPods = ptr.To(true)
+	}
 	if obj.ScoringStrategy == nil {
 		obj.ScoringStrategy = &ScoringStrategy{}
 	}

@@ -43,6 +43,7 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				ReconcileInterval:            &metav1.Duration{Duration: time.Minute},
 				StepRequestsFromHookTemplate: ptr.To(false),
 				NoWorkflowPodGrace:           &metav1.Duration{Duration: 2 * time.Minute},
+				PairPods:                     ptr.To(true),
 			},
 		},
 		"set fields are kept": {
@@ -51,6 +52,7 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				RunnerPodLabel:          ptr.To(""),
 				DefaultWorkflowRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 				ReconcileInterval:       &metav1.Duration{Duration: 5 * time.Minute},
+				PairPods:                ptr.To(false),
 			},
 			want: &WorkflowReservationArgs{
 				RunnerSelector:               customSelector,
@@ -60,6 +62,7 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				ReconcileInterval:            &metav1.Duration{Duration: 5 * time.Minute},
 				StepRequestsFromHookTemplate: ptr.To(false),
 				NoWorkflowPodGrace:           &metav1.Duration{Duration: 2 * time.Minute},
+				PairPods:                     ptr.To(false),
 			},
 		},
 	}

@@ -60,6 +60,17 @@ type WorkflowReservationArgs struct {
 	// the room is released. Defaults to 2m.
 	// +optional
 	NoWorkflowPodGrace *metav1.Duration `json:"noWorkflowPodGrace,omitempty"`
+	// PairPods: while a runner waits because no node has room for it and
+	// its workflow pod together, tandem keeps a pending pod of the pair's
+	// size (the runner's requests plus the reservation, its node selector,
+	// node affinity, tolerations and priority class, owned by the runner)
+	// that it never binds. Cluster autoscalers simulate pending pods with
+	// the in-tree plugins and drop those that fit an existing node: the
+	// runner alone would, the pair pod does not, so they add a node where
+	// the pair fits. The pod goes as soon as the runner is bound or gone.
+	// Defaults to true.
+	// +optional
+	PairPods *bool `json:"pairPods,omitempty"`
 }
 
 // ScoringStrategyType names a way to rank nodes by their allocation.

@@ -117,6 +117,9 @@ func autoConvert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in
 	if err := metav1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.NoWorkflowPodGrace, &out.NoWorkflowPodGrace, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_bool_To_bool(&in.PairPods, &out.PairPods, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -141,6 +144,9 @@ func autoConvert_config_WorkflowReservationArgs_To_v1_WorkflowReservationArgs(in
 	}
 	out.DefaultHostPorts = *(*[]string)(unsafe.Pointer(&in.DefaultHostPorts))
 	if err := metav1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.NoWorkflowPodGrace, &out.NoWorkflowPodGrace, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_bool_To_Pointer_bool(&in.PairPods, &out.PairPods, s); err != nil {
 		return err
 	}
 	return nil

@@ -101,6 +101,11 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		*out = new(metav1.Duration)
 		**out = **in
 	}
+	if in.PairPods != nil {
+		in, out := &in.PairPods, &out.PairPods
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 

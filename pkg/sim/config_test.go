@@ -1,0 +1,43 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+)
+
+func TestNoWorkflowPodGrace(t *testing.T) {
+	tests := map[string]struct {
+		grace time.Duration
+		scale float64
+		want  time.Duration
+	}{
+		"the plugin's default, real time": {scale: 1, want: 2 * time.Minute},
+		"the plugin's default, 10x":       {scale: 10, want: 12 * time.Second},
+		"the scenario's, 20x":             {grace: 30 * time.Second, scale: 20, want: 1500 * time.Millisecond},
+		"no scale is real time (scale 0)": {grace: 30 * time.Second, want: 30 * time.Second},
+		"rounded to the millisecond, 3x":  {grace: time.Second, scale: 3, want: 333 * time.Millisecond},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			sc := &scenario.Scenario{NoWorkflowPodGrace: metav1.Duration{Duration: tc.grace}}
+			if got := NoWorkflowPodGrace(sc, tc.scale); got != tc.want {
+				t.Errorf("NoWorkflowPodGrace = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// The grace reaches tandem's profile, and only tandem's.
+func TestSchedulerConfigGrace(t *testing.T) {
+	if got := SchedulerConfig(Tandem, "", 1500*time.Millisecond); !strings.Contains(got, "noWorkflowPodGrace: 1.5s") {
+		t.Errorf("tandem's config has no noWorkflowPodGrace: 1.5s:\n%s", got)
+	}
+	if got := SchedulerConfig(Default, "", time.Second); strings.Contains(got, "noWorkflowPodGrace") {
+		t.Errorf("the default scheduler's config has tandem args:\n%s", got)
+	}
+}

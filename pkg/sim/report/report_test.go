@@ -1,0 +1,76 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
+	"github.com/tandem-scheduler/tandem/pkg/sim/invariant"
+)
+
+func TestCause(t *testing.T) {
+	for reason, want := range map[string]string{
+		"OutOfcpu":                  CauseCapacity,
+		"OutOfmemory":               CauseCapacity,
+		"OutOfpods":                 CauseCapacity,
+		"NodePorts":                 CauseHostPort,
+		arc.ReasonPrepareJobTimeout: CausePendingTimeout,
+		arc.ReasonStepTimeout:       CausePendingTimeout,
+		arc.ReasonRunnerFailed:      CauseOther,
+		arc.ReasonHookError:         CauseOther,
+	} {
+		if got := Cause(reason); got != want {
+			t.Errorf("Cause(%q) = %q, want %q", reason, got, want)
+		}
+	}
+}
+
+func TestNewRunCausesAndUnusedRoom(t *testing.T) {
+	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
+	job := func(id int) arc.Job { return arc.Job{ID: id, Arrival: 0, Duration: sec(100)} }
+	results := []arc.Result{
+		{Job: job(1), Succeeded: true, Ended: sec(100)},
+		{Job: job(2), Reason: "OutOfcpu", Ended: sec(10)},
+		{Job: job(3), Reason: "OutOfcpu", InStep: true, Ended: sec(50)},
+		{Job: job(4), Reason: "NodePorts", Ended: sec(10)},
+		{Job: job(5), Reason: arc.ReasonStepTimeout, InStep: true, Ended: sec(90)},
+		{Job: job(6), Reason: arc.ReasonRunnerFailed, Ended: sec(20)},
+	}
+	// n1 holds 2 cpu from 0 to 10 s, then 1 cpu of step headroom to 30 s,
+	// then nothing: 20 + 20 cpu-s, 20 of them step headroom. n2 holds
+	// 500m from 50 s to the end (100 s): 25 cpu-s.
+	samples := map[string][]invariant.Sample{
+		"n1": {
+			{T: 0, ReservedMilli: 2000},
+			{T: sec(10), ReservedMilli: 1000, ReservedStepMilli: 1000, UsedMilliCPU: 3000},
+			{T: sec(30), UsedMilliCPU: 3000},
+		},
+		"n2": {{T: 0}, {T: sec(50), ReservedMilli: 500}},
+	}
+	alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")}
+	run := NewRun("tandem", results, samples, map[string]v1.ResourceList{"n1": alloc, "n2": alloc})
+
+	wantCauses := map[string]int{CauseCapacity: 2, CauseHostPort: 1, CausePendingTimeout: 1, CauseOther: 1}
+	if diff := cmp.Diff(wantCauses, run.Jobs.FailedByCause); diff != "" {
+		t.Errorf("failed by cause (-want,+got):\n%s", diff)
+	}
+	if run.Jobs.FailedInSteps != 2 || run.Jobs.Failed != 5 {
+		t.Errorf("failed %d, in steps %d; want 5 and 2", run.Jobs.Failed, run.Jobs.FailedInSteps)
+	}
+	if run.ReservedUnusedCPUSeconds != 65 || run.StepHeadroomUnusedCPUSeconds != 20 {
+		t.Errorf("reserved but unused %v cpu-s, of it step headroom %v; want 65 and 20", run.ReservedUnusedCPUSeconds, run.StepHeadroomUnusedCPUSeconds)
+	}
+
+	var out bytes.Buffer
+	PrintCauses(&out, &Report{Runs: []Run{run}})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[1]), " ") != "tandem 5 2 1 1 1 2 65 20" {
+		t.Errorf("PrintCauses wrote:\n%s\nwant a header and the row \"tandem 5 2 1 1 1 2 65 20\"", out.String())
+	}
+}

@@ -1,0 +1,345 @@
+package workflowreservation
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientset "k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
+)
+
+// Pair pods. Cluster Autoscaler and Karpenter take every pending pod that a
+// scheduler marked Unschedulable, whatever its schedulerName, simulate it
+// with the in-tree plugins and drop it if it fits an existing node. A runner
+// that tandem keeps pending because a node has room for the runner but not
+// for the pair fits there in that simulation: no node is added. So while a
+// runner waits for pair room, a pending pod of the pair's size stands for it:
+// it fits no existing node, and the autoscaler adds one where the pair fits.
+// tandem never binds it; it goes when the runner is bound or gone.
+const (
+	// PairPodLabel marks a pair pod (value "true").
+	PairPodLabel = "tandem.dev/pair-pod"
+	// PairOfAnnotation on a pair pod names the runner it stands for (the
+	// runner is also its controller owner).
+	PairOfAnnotation = "tandem.dev/pair-of"
+	// pairPodIndex indexes pair pods by "<namespace>/<runner>".
+	pairPodIndex = "tandem.dev/pair-of"
+	// pairPodSuffix ends a pair pod's name: "<runner>-pair".
+	pairPodSuffix = "-pair"
+	// pairPodImage is the pair pod's only container's image. The pod is
+	// never bound, so the image is never pulled.
+	pairPodImage = "pause:3.10"
+)
+
+// isPairPod reports whether pod is a pair pod.
+func isPairPod(pod *v1.Pod) bool { return pod.Labels[PairPodLabel] == "true" }
+
+// pairKey names a runner incarnation whose pair pod is to be checked.
+type pairKey struct {
+	namespace, name string
+	uid             types.UID
+}
+
+// pairPods keeps each waiting runner's pair pod in step with what the
+// scheduling cycles asked for: PostFilter says a runner waits for pair room
+// (want), the handlers say a runner was bound or went (check); a worker,
+// on the leader only, creates and deletes the pods.
+type pairPods struct {
+	client   clientset.Interface
+	pods     corelisters.PodLister
+	indexer  cache.Indexer
+	leader   *leadership.Leadership
+	recorder func(pod *v1.Pod, eventType, reason, note string)
+	queue    workqueue.TypedRateLimitingInterface[pairKey]
+
+	mu sync.Mutex
+	// want holds the pair pod each waiting runner asked for, by runner UID.
+	want map[types.UID]*v1.Pod
+}
+
+func newPairPods(client clientset.Interface, pods corelisters.PodLister, indexer cache.Indexer, leader *leadership.Leadership, recorder func(*v1.Pod, string, string, string)) *pairPods {
+	return &pairPods{
+		client: client, pods: pods, indexer: indexer, leader: leader, recorder: recorder,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[pairKey](),
+			workqueue.TypedRateLimitingQueueConfig[pairKey]{Name: "tandem-pair-pods"}),
+		want: map[types.UID]*v1.Pod{},
+	}
+}
+
+// indexPairPod indexes a pair pod by the runner it stands for.
+func indexPairPod(obj any) ([]string, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || !isPairPod(pod) || pod.Annotations[PairOfAnnotation] == "" {
+		return nil, nil
+	}
+	return []string{pod.Namespace + "/" + pod.Annotations[PairOfAnnotation]}, nil
+}
+
+// ask records that runner waits for pair room and wants pod to stand for it.
+func (p *pairPods) ask(runner *v1.Pod, pod *v1.Pod) {
+	if p == nil || !p.leader.IsLeader() {
+		return
+	}
+	p.mu.Lock()
+	p.want[runner.UID] = pod
+	p.mu.Unlock()
+	p.queue.Add(pairKey{namespace: runner.Namespace, name: runner.Name, uid: runner.UID})
+}
+
+// check has the worker look at runner's pair pod again: the runner was
+// bound or went.
+func (p *pairPods) check(runner *v1.Pod) {
+	if p == nil || !p.leader.IsLeader() {
+		return
+	}
+	if !p.hasPairPod(runner.Namespace, runner.Name) && !p.wanted(runner.UID) {
+		return
+	}
+	p.queue.Add(pairKey{namespace: runner.Namespace, name: runner.Name, uid: runner.UID})
+}
+
+func (p *pairPods) wanted(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.want[uid]
+	return ok
+}
+
+func (p *pairPods) hasPairPod(namespace, runner string) bool {
+	objs, err := p.indexer.ByIndex(pairPodIndex, namespace+"/"+runner)
+	return err == nil && len(objs) > 0
+}
+
+// run works the queue while this replica leads.
+func (p *pairPods) run(ctx context.Context) {
+	defer p.queue.ShutDown()
+	select {
+	case <-p.leader.Elected():
+	case <-ctx.Done():
+		return
+	}
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		for p.next(ctx) {
+		}
+	}, time.Second)
+	<-ctx.Done()
+}
+
+func (p *pairPods) next(ctx context.Context) bool {
+	key, quit := p.queue.Get()
+	if quit {
+		return false
+	}
+	defer p.queue.Done(key)
+	if err := p.sync(ctx, key); err != nil {
+		klog.FromContext(ctx).V(2).Info("Syncing a runner's pair pod failed; retrying", "runner", klog.KRef(key.namespace, key.name), "err", err)
+		p.queue.AddRateLimited(key)
+		return true
+	}
+	p.queue.Forget(key)
+	return true
+}
+
+// sync makes the runner's pair pods what they should be: one of the wanted
+// size while the runner waits unbound, none otherwise.
+func (p *pairPods) sync(ctx context.Context, key pairKey) error {
+	logger := klog.FromContext(ctx)
+	runner, err := p.pods.Pods(key.namespace).Get(key.name)
+	waiting := err == nil && runner.UID == key.uid && runner.Spec.NodeName == "" && runner.DeletionTimestamp == nil && !isTerminal(runner)
+	p.mu.Lock()
+	want := p.want[key.uid]
+	if !waiting {
+		delete(p.want, key.uid)
+		want = nil
+	}
+	p.mu.Unlock()
+
+	objs, err := p.indexer.ByIndex(pairPodIndex, key.namespace+"/"+key.name)
+	if err != nil {
+		return err
+	}
+	have := false
+	for _, o := range objs {
+		pod, ok := o.(*v1.Pod)
+		if !ok {
+			continue
+		}
+		keep := want != nil && ownedBy(pod, key.uid) && sameRequests(pod, want) && pod.DeletionTimestamp == nil
+		if keep {
+			have = true
+			continue
+		}
+		if err := p.delete(ctx, pod); err != nil {
+			return err
+		}
+		logger.V(2).Info("Deleted pair pod", "pod", klog.KObj(pod), "runner", klog.KRef(key.namespace, key.name), "runnerWaiting", waiting)
+	}
+	if want == nil || have {
+		return nil
+	}
+	if _, err := p.client.CoreV1().Pods(key.namespace).Create(ctx, want, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// A pair pod of an earlier size, or of an earlier runner of this
+			// name, that the informer has not shown yet: look again.
+			return err
+		}
+		if runner != nil {
+			p.recorder(runner, v1.EventTypeWarning, ReasonPairPodFailed, truncate(fmt.Sprintf("Cannot create pending pod %s for cluster autoscalers: %v", want.Name, err)))
+		}
+		return err
+	}
+	metrics.PairPods.WithLabelValues(metrics.PairPodCreated).Inc()
+	logger.V(2).Info("Created pair pod for cluster autoscalers", "pod", klog.KRef(key.namespace, want.Name), "runner", klog.KObj(runner), "requests", want.Spec.Containers[0].Resources.Requests)
+	p.recorder(runner, v1.EventTypeNormal, ReasonPairPodCreated, truncate(fmt.Sprintf(
+		"Created pending pod %s requesting %s for cluster autoscalers: no node has room for the runner and its workflow pod together",
+		want.Name, amountFromList(want.Spec.Containers[0].Resources.Requests))))
+	return nil
+}
+
+func (p *pairPods) delete(ctx context.Context, pod *v1.Pod) error {
+	err := p.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
+	})
+	switch {
+	case err == nil:
+		metrics.PairPods.WithLabelValues(metrics.PairPodDeleted).Inc()
+		return nil
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return nil // gone already, or another pod of that name now
+	default:
+		return err
+	}
+}
+
+// sweep deletes pair pods whose runner is bound or gone (a restart or a
+// failover lost the handler's word), and checks those a waiting runner may
+// still want. The reconciler calls it on the leader.
+func (p *pairPods) sweep() {
+	if p == nil || !p.leader.IsLeader() {
+		return
+	}
+	for _, runner := range p.indexer.ListIndexFuncValues(pairPodIndex) {
+		objs, err := p.indexer.ByIndex(pairPodIndex, runner)
+		if err != nil {
+			continue
+		}
+		for _, o := range objs {
+			pod, ok := o.(*v1.Pod)
+			if !ok {
+				continue
+			}
+			ref := metav1.GetControllerOf(pod)
+			if ref == nil {
+				continue // not ours: a pair pod always has its runner as controller
+			}
+			p.queue.Add(pairKey{namespace: pod.Namespace, name: pod.Annotations[PairOfAnnotation], uid: ref.UID})
+		}
+	}
+}
+
+func ownedBy(pod *v1.Pod, uid types.UID) bool {
+	ref := metav1.GetControllerOf(pod)
+	return ref != nil && ref.UID == uid
+}
+
+func sameRequests(a, b *v1.Pod) bool {
+	if len(a.Spec.Containers) != 1 || len(b.Spec.Containers) != 1 {
+		return false
+	}
+	ra, rb := a.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests
+	if len(ra) != len(rb) {
+		return false
+	}
+	for name, q := range ra {
+		if q2, ok := rb[name]; !ok || q.Cmp(q2) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// pairPodFor builds the pair pod of runner: requests of the runner and its
+// reservation (workflow pod and step headroom), placed like the runner.
+func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []config.HostPort) *v1.Pod {
+	total := runnerRequest.add(workflow)
+	requests := v1.ResourceList{}
+	if total.MilliCPU > 0 {
+		requests[v1.ResourceCPU] = *resource.NewMilliQuantity(total.MilliCPU, resource.DecimalSI)
+	}
+	if total.Memory > 0 {
+		requests[v1.ResourceMemory] = *resource.NewQuantity(total.Memory, resource.BinarySI)
+	}
+	if total.EphemeralStorage > 0 {
+		requests[v1.ResourceEphemeralStorage] = *resource.NewQuantity(total.EphemeralStorage, resource.BinarySI)
+	}
+	for name, v := range total.Scalar {
+		if v > 0 {
+			requests[name] = *resource.NewQuantity(v, resource.DecimalSI)
+		}
+	}
+	name := runner.Name
+	if limit := 253 - len(pairPodSuffix); len(name) > limit {
+		name = name[:limit]
+	}
+	container := v1.Container{
+		Name:      "pair",
+		Image:     pairPodImage,
+		Resources: v1.ResourceRequirements{Requests: requests},
+		SecurityContext: &v1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &v1.Capabilities{Drop: []v1.Capability{"ALL"}},
+		},
+	}
+	for _, p := range ports {
+		container.Ports = append(container.Ports, v1.ContainerPort{ContainerPort: p.Port, HostPort: p.Port, Protocol: p.Protocol})
+	}
+	var affinity *v1.Affinity
+	if runner.Spec.Affinity != nil && runner.Spec.Affinity.NodeAffinity != nil {
+		affinity = &v1.Affinity{NodeAffinity: runner.Spec.Affinity.NodeAffinity.DeepCopy()}
+	}
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name + pairPodSuffix,
+			Namespace:   runner.Namespace,
+			Labels:      map[string]string{PairPodLabel: "true"},
+			Annotations: map[string]string{PairOfAnnotation: runner.Name},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Pod", Name: runner.Name, UID: runner.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false),
+			}},
+		},
+		Spec: v1.PodSpec{
+			SchedulerName:                 runner.Spec.SchedulerName,
+			PriorityClassName:             runner.Spec.PriorityClassName,
+			NodeSelector:                  runner.Spec.NodeSelector,
+			Affinity:                      affinity,
+			Tolerations:                   runner.Spec.Tolerations,
+			Containers:                    []v1.Container{container},
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			SecurityContext: &v1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To[int64](65535),
+				SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault},
+			},
+		},
+	}
+}

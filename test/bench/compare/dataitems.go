@@ -1,0 +1,179 @@
+package compare
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Metric names in scheduler_perf's data items.
+const (
+	MetricThroughput = "SchedulingThroughput"
+	MetricAttempt    = "scheduler_scheduling_attempt_duration_seconds"
+	MetricAlgorithm  = "scheduler_scheduling_algorithm_duration_seconds"
+	MetricSLI        = "scheduler_pod_scheduling_sli_duration_seconds"
+)
+
+// Sample is what one run measured in its metrics-collecting phase.
+// Latencies are in milliseconds; a zero means not measured.
+type Sample struct {
+	// Throughput is SchedulingThroughput's average, pods/s: the mean of
+	// the per-second samples in which some pod got bound.
+	Throughput float64 `json:"throughput"`
+	// P50 and P99 are quantiles of scheduler_scheduling_attempt_duration_seconds
+	// {result=scheduled}: one scheduling cycle plus its binding.
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	// AlgorithmP50/P99: scheduler_scheduling_algorithm_duration_seconds,
+	// the scheduling algorithm alone (PreFilter to Score, every attempt).
+	AlgorithmP50 float64 `json:"algorithmP50"`
+	AlgorithmP99 float64 `json:"algorithmP99"`
+	// SLIP50/P99: scheduler_pod_scheduling_sli_duration_seconds, from a
+	// pod's first entry into the queue until it is bound.
+	SLIP50 float64 `json:"sliP50"`
+	SLIP99 float64 `json:"sliP99"`
+	// UnschedulableP99 is the attempt latency of unschedulable attempts.
+	UnschedulableP99 float64 `json:"unschedulableP99,omitempty"`
+	// AttemptsPerPod is scheduling attempts per pod bound by the scheduler
+	// over the phase (from the progress samples).
+	AttemptsPerPod float64 `json:"attemptsPerPod,omitempty"`
+}
+
+// dataItems is scheduler_perf's data items file.
+type dataItems struct {
+	DataItems []struct {
+		Data   map[string]float64 `json:"data"`
+		Unit   string             `json:"unit"`
+		Labels map[string]string  `json:"labels"`
+	} `json:"dataItems"`
+}
+
+// Key names a run's test case and workload: "RunnersTandem/500Nodes_2000Runners".
+type Key string
+
+func key(testCase, workload string) Key { return Key(testCase + "/" + workload) }
+
+// ReadDir reads the data items (*.json) and progress samples (*.dat) that
+// scheduler_perf wrote into dir (its -data-items-dir), by test case and
+// workload.
+func ReadDir(dir string) (map[Key]Sample, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	samples := map[Key]Sample{}
+	for _, f := range files {
+		if err := readDataItems(f, samples); err != nil {
+			return nil, err
+		}
+	}
+	dats, err := filepath.Glob(filepath.Join(dir, "*.dat"))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range dats {
+		k, perPod, err := readProgress(f)
+		if err != nil {
+			return nil, err
+		}
+		if perPod > 0 {
+			s := samples[k]
+			s.AttemptsPerPod = perPod
+			samples[k] = s
+		}
+	}
+	return samples, nil
+}
+
+// readDataItems adds the data items of file to samples.
+func readDataItems(file string, samples map[Key]Sample) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var items dataItems
+	if err := json.Unmarshal(data, &items); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	for _, it := range items.DataItems {
+		if len(it.Data) == 0 {
+			continue // a collector that measured nothing
+		}
+		// Name is BenchmarkPerfScheduling/<test case>/<workload>/<phase>.
+		parts := strings.Split(it.Labels["Name"], "/")
+		if len(parts) < 3 {
+			return fmt.Errorf("%s: data item named %q: want BenchmarkPerfScheduling/<test case>/<workload>/<phase>", file, it.Labels["Name"])
+		}
+		k := key(parts[1], parts[2])
+		s := samples[k]
+		switch it.Labels["Metric"] {
+		case MetricThroughput:
+			s.Throughput = it.Data["Average"]
+		case MetricAttempt:
+			switch it.Labels["result"] {
+			case "scheduled":
+				s.P50, s.P99 = it.Data["Perc50"], it.Data["Perc99"]
+			case "unschedulable":
+				s.UnschedulableP99 = it.Data["Perc99"]
+			}
+		case MetricAlgorithm:
+			s.AlgorithmP50, s.AlgorithmP99 = it.Data["Perc50"], it.Data["Perc99"]
+		case MetricSLI:
+			s.SLIP50, s.SLIP99 = it.Data["Perc50"], it.Data["Perc99"]
+		}
+		samples[k] = s
+	}
+	return nil
+}
+
+// progressFile is scheduler_perf's name for progress samples:
+// <test case>_<workload>_<topic>_<run id>.dat, the test case without "_".
+var progressFile = regexp.MustCompile(`^([^_]+)_(.+)_[^_]+_[^_]+\.dat$`)
+
+// readProgress reads a progress file: lines "<seconds>s <bound> <attempts>
+// <observed bound> <rate>", the counters cumulative. It returns the
+// attempts per bound pod between the first and the last sample, 0 if they
+// do not tell.
+func readProgress(file string) (Key, float64, error) {
+	m := progressFile.FindStringSubmatch(filepath.Base(file))
+	if m == nil {
+		return "", 0, fmt.Errorf("%s: not a scheduler_perf progress file name", file)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	var first, last [2]float64 // bound, attempts
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 {
+			continue
+		}
+		bound, err1 := strconv.ParseFloat(fields[1], 64)
+		attempts, err2 := strconv.ParseFloat(fields[2], 64)
+		if err1 != nil || err2 != nil {
+			return "", 0, fmt.Errorf("%s: line %q: want counters", file, sc.Text())
+		}
+		if n == 0 {
+			first = [2]float64{bound, attempts}
+		}
+		last = [2]float64{bound, attempts}
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		return "", 0, err
+	}
+	k := key(m[1], m[2])
+	if n < 2 || last[0] <= first[0] {
+		return k, 0, nil
+	}
+	return k, (last[1] - first[1]) / (last[0] - first[0]), nil
+}

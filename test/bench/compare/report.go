@@ -1,0 +1,241 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is a finished run and what it measured.
+type Result struct {
+	Run
+	// Sample is nil when the run failed or measured nothing.
+	Sample *Sample
+	// Order is the run's position in its pair: 1 or 2.
+	Order int
+	// MaxLoad1 is the highest 1-minute load average seen during the run.
+	MaxLoad1 float64
+	Start    time.Time
+	Duration time.Duration
+	// Err is why the run failed, empty if it did not.
+	Err string
+}
+
+// Report is the comparison, as written to scheduler.json.
+type Report struct {
+	Date      string           `json:"date"`
+	CPUs      int              `json:"cpus"`
+	Workloads []WorkloadReport `json:"workloads"`
+}
+
+// WorkloadReport compares one workload's two sides. Side values are
+// medians over the repetitions; a ratio is tandem / vanilla, the median of
+// the per-repetition ratios (the two sides of a repetition ran back to
+// back); a spread is (max - min) / median of those per-repetition ratios.
+type WorkloadReport struct {
+	Name    string `json:"name"`
+	Nodes   int    `json:"nodes"`
+	Vanilla Sample `json:"vanilla"`
+	Tandem  Sample `json:"tandem"`
+
+	ThroughputRatio float64 `json:"throughputRatio"`
+	P99LatencyRatio float64 `json:"p99LatencyRatio"`
+	// Repetitions counts the repetitions in which both sides measured.
+	Repetitions int `json:"repetitions"`
+	// Spread is the spread of the per-repetition throughput ratios.
+	Spread float64 `json:"spread"`
+
+	P99LatencyRatioSpread float64 `json:"p99LatencyRatioSpread"`
+	AlgorithmP99Ratio     float64 `json:"algorithmP99Ratio"`
+	AlgorithmP99Spread    float64 `json:"algorithmP99RatioSpread"`
+	SLIP99Ratio           float64 `json:"sliP99Ratio"`
+	// Failed counts runs that failed or measured nothing.
+	Failed int `json:"failed,omitempty"`
+	// MaxLoad1 is the highest 1-minute load average during its runs.
+	MaxLoad1 float64 `json:"maxLoad1"`
+	// Runs are the per-repetition values behind the medians.
+	Runs []RepReport `json:"runs"`
+}
+
+// RepReport is one repetition of a workload.
+type RepReport struct {
+	Rep int `json:"rep"`
+	// First is the side that ran first.
+	First           string  `json:"first"`
+	Vanilla         *Sample `json:"vanilla,omitempty"`
+	Tandem          *Sample `json:"tandem,omitempty"`
+	ThroughputRatio float64 `json:"throughputRatio,omitempty"`
+	P99LatencyRatio float64 `json:"p99LatencyRatio,omitempty"`
+	MaxLoad1        float64 `json:"maxLoad1"`
+}
+
+// Aggregate builds the report from results, workloads in the order given.
+func Aggregate(workloads []Workload, results []Result, date time.Time, cpus int) Report {
+	r := Report{Date: date.Format("2006-01-02"), CPUs: cpus}
+	for _, w := range workloads {
+		wr := WorkloadReport{Name: w.ID(), Nodes: w.Nodes}
+		reps := map[int]*RepReport{}
+		for _, res := range results {
+			if res.Workload.ID() != w.ID() {
+				continue
+			}
+			wr.MaxLoad1 = math.Max(wr.MaxLoad1, res.MaxLoad1)
+			if res.Sample == nil {
+				wr.Failed++
+			}
+			rr := reps[res.Rep]
+			if rr == nil {
+				rr = &RepReport{Rep: res.Rep}
+				reps[res.Rep] = rr
+			}
+			if res.Order == 1 {
+				rr.First = res.Side
+			}
+			rr.MaxLoad1 = math.Max(rr.MaxLoad1, res.MaxLoad1)
+			if res.Side == Vanilla {
+				rr.Vanilla = res.Sample
+			} else {
+				rr.Tandem = res.Sample
+			}
+		}
+		if len(reps) == 0 {
+			continue
+		}
+		var v, t []Sample
+		var throughput, p99, algorithm, sli []float64
+		for _, n := range slices.Sorted(maps.Keys(reps)) {
+			rr := reps[n]
+			wr.Runs = append(wr.Runs, *rr)
+			if rr.Vanilla == nil || rr.Tandem == nil {
+				continue
+			}
+			wr.Repetitions++
+			v, t = append(v, *rr.Vanilla), append(t, *rr.Tandem)
+			last := &wr.Runs[len(wr.Runs)-1]
+			if x, ok := ratio(rr.Tandem.Throughput, rr.Vanilla.Throughput); ok {
+				throughput = append(throughput, x)
+				last.ThroughputRatio = round(x)
+			}
+			if x, ok := ratio(rr.Tandem.P99, rr.Vanilla.P99); ok {
+				p99 = append(p99, x)
+				last.P99LatencyRatio = round(x)
+			}
+			if x, ok := ratio(rr.Tandem.AlgorithmP99, rr.Vanilla.AlgorithmP99); ok {
+				algorithm = append(algorithm, x)
+			}
+			if x, ok := ratio(rr.Tandem.SLIP99, rr.Vanilla.SLIP99); ok {
+				sli = append(sli, x)
+			}
+		}
+		wr.Vanilla, wr.Tandem = medianSample(v), medianSample(t)
+		wr.ThroughputRatio, wr.Spread = round(median(throughput)), round(spread(throughput))
+		wr.P99LatencyRatio, wr.P99LatencyRatioSpread = round(median(p99)), round(spread(p99))
+		wr.AlgorithmP99Ratio, wr.AlgorithmP99Spread = round(median(algorithm)), round(spread(algorithm))
+		wr.SLIP99Ratio = round(median(sli))
+		r.Workloads = append(r.Workloads, wr)
+	}
+	return r
+}
+
+func ratio(a, b float64) (float64, bool) {
+	if a <= 0 || b <= 0 {
+		return 0, false
+	}
+	return a / b, true
+}
+
+// median of xs, 0 for none; the mean of the middle two for an even count.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// spread is (max - min) / median, 0 for fewer than two values.
+func spread(xs []float64) float64 {
+	m := median(xs)
+	if len(xs) < 2 || m == 0 {
+		return 0
+	}
+	return (slices.Max(xs) - slices.Min(xs)) / m
+}
+
+// medianSample takes the median of every field over the samples that
+// measured it.
+func medianSample(samples []Sample) Sample {
+	field := func(get func(Sample) float64) float64 {
+		var xs []float64
+		for _, s := range samples {
+			if x := get(s); x > 0 {
+				xs = append(xs, x)
+			}
+		}
+		return round(median(xs))
+	}
+	return Sample{
+		Throughput:       field(func(s Sample) float64 { return s.Throughput }),
+		P50:              field(func(s Sample) float64 { return s.P50 }),
+		P99:              field(func(s Sample) float64 { return s.P99 }),
+		AlgorithmP50:     field(func(s Sample) float64 { return s.AlgorithmP50 }),
+		AlgorithmP99:     field(func(s Sample) float64 { return s.AlgorithmP99 }),
+		SLIP50:           field(func(s Sample) float64 { return s.SLIP50 }),
+		SLIP99:           field(func(s Sample) float64 { return s.SLIP99 }),
+		UnschedulableP99: field(func(s Sample) float64 { return s.UnschedulableP99 }),
+		AttemptsPerPod:   field(func(s Sample) float64 { return s.AttemptsPerPod }),
+	}
+}
+
+// round keeps three decimals: more would be noise.
+func round(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// WriteTable prints the report as two tables: throughput and attempt
+// latency with their ratios, then the algorithm and SLI latencies.
+func (r Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "workload\treps\tvanilla pods/s\ttandem pods/s\tthroughput ratio\tspread\tvanilla p50/p99 ms\ttandem p50/p99 ms\tp99 ratio\tspread\tmax load\t\n")
+	for _, wr := range r.Workloads {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.3f\t%.2f\t%s\t%s\t%.3f\t%.2f\t%.1f\t\n", wr.Name, wr.Repetitions,
+			wr.Vanilla.Throughput, wr.Tandem.Throughput, wr.ThroughputRatio, wr.Spread,
+			pair(wr.Vanilla.P50, wr.Vanilla.P99), pair(wr.Tandem.P50, wr.Tandem.P99), wr.P99LatencyRatio, wr.P99LatencyRatioSpread, wr.MaxLoad1)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "workload\tvanilla algorithm p50/p99 ms\ttandem algorithm p50/p99 ms\talgorithm p99 ratio\tspread\tvanilla SLI p50/p99 ms\ttandem SLI p50/p99 ms\tattempts/pod v/t\tfailed runs\t\n")
+	for _, wr := range r.Workloads {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.2f\t%s\t%s\t%s\t%d\t\n", wr.Name,
+			pair(wr.Vanilla.AlgorithmP50, wr.Vanilla.AlgorithmP99), pair(wr.Tandem.AlgorithmP50, wr.Tandem.AlgorithmP99),
+			wr.AlgorithmP99Ratio, wr.AlgorithmP99Spread,
+			pair(wr.Vanilla.SLIP50, wr.Vanilla.SLIP99), pair(wr.Tandem.SLIP50, wr.Tandem.SLIP99),
+			pair(wr.Vanilla.AttemptsPerPod, wr.Tandem.AttemptsPerPod), wr.Failed)
+	}
+	return tw.Flush()
+}
+
+// pair prints "a / b" with a precision that suits the values.
+func pair(a, b float64) string {
+	f := func(x float64) string {
+		switch {
+		case x == 0:
+			return "-"
+		case x < 10:
+			return fmt.Sprintf("%.2f", x)
+		default:
+			return fmt.Sprintf("%.0f", x)
+		}
+	}
+	return f(a) + " / " + f(b)
+}

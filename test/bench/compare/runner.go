@@ -1,0 +1,243 @@
+package compare
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Runner runs scheduler_perf workloads with a test binary of test/bench
+// (`go test -c`), one process per run.
+type Runner struct {
+	// Binary is the test binary.
+	Binary string
+	// Dir is test/bench: the config and its templates are relative to it.
+	Dir string
+	// Out holds a directory per run: scheduler_perf's data items, the
+	// output, and the run's record (result.json).
+	Out string
+	// Env is the runs' environment; scheduler_perf starts etcd from PATH.
+	Env []string
+	// LoadAvg reads the 1-minute load average; nil reads /proc/loadavg.
+	LoadAvg func() (float64, error)
+}
+
+// record is a run's result.json.
+type record struct {
+	Rep      int       `json:"rep"`
+	Order    int       `json:"order"`
+	Base     string    `json:"base"`
+	Workload string    `json:"workload"`
+	Nodes    int       `json:"nodes"`
+	Short    bool      `json:"short,omitempty"`
+	Side     string    `json:"side"`
+	MaxLoad1 float64   `json:"maxLoad1"`
+	Start    time.Time `json:"start"`
+	Seconds  float64   `json:"seconds"`
+	Err      string    `json:"error,omitempty"`
+}
+
+// RunDir is where run's files go.
+func (r *Runner) RunDir(run Run, order int) string {
+	return filepath.Join(r.Out, fmt.Sprintf("r%02d-%d-%s-%s", run.Rep, order, run.Workload.TestCase(run.Side), run.Workload.Name))
+}
+
+// Run runs one side of one workload, extra appended to the test binary's
+// arguments (e.g. -test.cpuprofile=FILE).
+func (r *Runner) Run(ctx context.Context, run Run, order int, extra ...string) Result {
+	dir := r.RunDir(run, order)
+	res := Result{Run: run, Order: order, Start: time.Now()}
+	if err := os.RemoveAll(dir); err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	bench := fmt.Sprintf("^BenchmarkPerfScheduling$/^%s$/^%s$", run.Workload.TestCase(run.Side), run.Workload.Name)
+	filter := "performance"
+	if run.Workload.Short {
+		filter = "performance,short"
+	}
+	err := r.exec(ctx, dir, &res, bench, filter, extra...)
+	res.Duration = time.Since(res.Start)
+	if err != nil {
+		res.Err = err.Error()
+	} else if samples, err := ReadDir(dir); err != nil {
+		res.Err = err.Error()
+	} else if s, ok := samples[key(run.Workload.TestCase(run.Side), run.Workload.Name)]; ok {
+		res.Sample = &s
+	} else {
+		res.Err = "no data items"
+	}
+	if err := writeRecord(dir, res); err != nil && res.Err == "" {
+		res.Err = err.Error()
+	}
+	return res
+}
+
+// RunAllShort runs the short variant of every workload in one process
+// (cheaper than a process per run) and returns one result per side.
+func (r *Runner) RunAllShort(ctx context.Context, workloads []Workload) ([]Result, error) {
+	dir := filepath.Join(r.Out, "short")
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var all Result
+	all.Start = time.Now()
+	if err := r.exec(ctx, dir, &all, "^BenchmarkPerfScheduling$", "performance,short"); err != nil {
+		return nil, err
+	}
+	samples, err := ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var results []Result
+	for _, w := range workloads {
+		if !w.Short {
+			continue
+		}
+		for i, side := range []string{Vanilla, Tandem} {
+			res := Result{Run: Run{Rep: 1, Workload: w, Side: side}, Order: i + 1, MaxLoad1: all.MaxLoad1, Start: all.Start}
+			if s, ok := samples[key(w.TestCase(side), w.Name)]; ok {
+				res.Sample = &s
+			} else {
+				res.Err = "no data items"
+			}
+			results = append(results, res)
+		}
+	}
+	return results, nil
+}
+
+// exec runs the test binary in r.Dir with output to dir/output.txt,
+// recording the highest load average into res.
+func (r *Runner) exec(ctx context.Context, dir string, res *Result, bench, filter string, extra ...string) error {
+	out, err := os.Create(filepath.Join(dir, "output.txt"))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	args := append([]string{
+		"-test.run=^$", "-test.bench=" + bench, "-test.benchtime=1x", "-test.timeout=60m",
+		"-perf-scheduling-label-filter=" + filter, "-data-items-dir=" + dir,
+	}, extra...)
+	cmd := exec.CommandContext(ctx, r.Binary, args...)
+	cmd.Dir = r.Dir
+	// ARTIFACTS: scheduler_perf writes each workload's log to a file there
+	// and deletes it when the workload passes.
+	cmd.Env = append(append([]string{}, r.Env...), "ARTIFACTS="+dir)
+	cmd.Stdout, cmd.Stderr = out, out
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { res.MaxLoad1 = r.watchLoad(stop) })
+	err = cmd.Run()
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		return fmt.Errorf("%s: %w (output in %s)", bench, err, out.Name())
+	}
+	return nil
+}
+
+// watchLoad samples the load average every 2 s until stop and returns the
+// highest sample.
+func (r *Runner) watchLoad(stop <-chan struct{}) float64 {
+	read := r.LoadAvg
+	if read == nil {
+		read = ReadLoadAvg
+	}
+	highest := 0.0
+	sample := func() {
+		if l, err := read(); err == nil && l > highest {
+			highest = l
+		}
+	}
+	sample()
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			sample()
+			return highest
+		case <-t.C:
+			sample()
+		}
+	}
+}
+
+// ReadLoadAvg returns the 1-minute load average from /proc/loadavg.
+func ReadLoadAvg() (float64, error) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return 0, errors.New("/proc/loadavg is empty")
+	}
+	return strconv.ParseFloat(fields[0], 64)
+}
+
+func writeRecord(dir string, res Result) error {
+	rec := record{
+		Rep: res.Rep, Order: res.Order, Base: res.Workload.Base, Workload: res.Workload.Name, Nodes: res.Workload.Nodes,
+		Short: res.Workload.Short, Side: res.Side, MaxLoad1: res.MaxLoad1, Start: res.Start,
+		Seconds: res.Duration.Seconds(), Err: res.Err,
+	}
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "result.json"), data, 0o644)
+}
+
+// ReadResults reads back the runs under out (their result.json and data
+// items), e.g. to rebuild a report from an interrupted run.
+func ReadResults(out string) ([]Result, error) {
+	records, err := filepath.Glob(filepath.Join(out, "r*-*", "result.json"))
+	if err != nil {
+		return nil, err
+	}
+	var results []Result
+	for _, file := range records {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		var rec record
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		w := Workload{Base: rec.Base, Name: rec.Workload, Nodes: rec.Nodes, Short: rec.Short}
+		res := Result{
+			Run: Run{Rep: rec.Rep, Workload: w, Side: rec.Side}, Order: rec.Order, MaxLoad1: rec.MaxLoad1,
+			Start: rec.Start, Duration: time.Duration(rec.Seconds * float64(time.Second)), Err: rec.Err,
+		}
+		if rec.Err == "" {
+			samples, err := ReadDir(filepath.Dir(file))
+			if err != nil {
+				return nil, err
+			}
+			if s, ok := samples[key(w.TestCase(rec.Side), w.Name)]; ok {
+				res.Sample = &s
+			}
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}

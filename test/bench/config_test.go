@@ -1,0 +1,38 @@
+package bench
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	_ "github.com/tandem-scheduler/tandem/pkg/apis/config/scheme"
+)
+
+func loadConfig(t *testing.T, file string) *schedconfig.KubeSchedulerConfiguration {
+	t.Helper()
+	logger, _ := ktesting.NewTestContext(t)
+	cfg, err := options.LoadConfigFromFile(logger, file)
+	if err != nil {
+		t.Fatalf("loading %s: %v", file, err)
+	}
+	return cfg
+}
+
+// The tandem side of the benchmark runs the shipped profile: the same
+// plugins and plugin args, under scheduler_perf's scheduler name.
+func TestTandemConfigIsShipped(t *testing.T) {
+	shipped := loadConfig(t, filepath.Join("..", "..", "manifests", "scheduler-config.yaml"))
+	bench := loadConfig(t, "scheduler-tandem.yaml")
+	if len(shipped.Profiles) != 1 || len(bench.Profiles) != 1 {
+		t.Fatalf("profiles: shipped %d, bench %d; want one each", len(shipped.Profiles), len(bench.Profiles))
+	}
+	want := shipped.Profiles[0]
+	want.SchedulerName = bench.Profiles[0].SchedulerName
+	if diff := cmp.Diff(want, bench.Profiles[0]); diff != "" {
+		t.Errorf("scheduler-tandem.yaml differs from the shipped profile (-shipped,+bench):\n%s", diff)
+	}
+}
