@@ -28,6 +28,11 @@ kubectl-tandem:
 control-plane:
 	hack/build-control-plane.sh
 
+## karpenter: Karpenter's KWOK cloud provider (v1.13.0, its own module) into bin/karpenter-kwok, its CRDs into bin/karpenter-crds/ (cold: ~1.5 min of CPU, then seconds)
+.PHONY: karpenter
+karpenter:
+	hack/build-karpenter.sh
+
 ## demo: the simulator's seed scenario, default kube-scheduler vs tandem, on a local control plane
 .PHONY: demo
 demo: control-plane
@@ -47,9 +52,9 @@ CHAOS_ARGS ?=
 chaos: control-plane build
 	$(GO) run ./cmd/tandem-chaos --jobs $(CHAOS_JOBS) --seed $(CHAOS_SEED) --out _output/chaos $(CHAOS_ARGS)
 
-## test: unit and integration tests (integration tests run real etcd + kube-apiserver); the plugin's unit tests also with -race
+## test: unit and integration tests (integration tests run real etcd + kube-apiserver, test/autoscale the real Karpenter); the plugin's unit tests also with -race
 .PHONY: test
-test: control-plane build verify test-tools test-kubectl-tandem
+test: control-plane build karpenter verify test-tools test-kubectl-tandem
 	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/leadership/...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./pkg/workflowreservation/
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
@@ -65,6 +70,11 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+## test-autoscale: the real Karpenter (KWOK provider) on a local control plane with the kubelet emulator (test/autoscale, ~45 s; make test runs it too)
+.PHONY: test-autoscale
+test-autoscale: control-plane karpenter
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/autoscale/
 
 ## test-unit: unit tests only
 .PHONY: test-unit

@@ -30,6 +30,8 @@ type ProcessSpec struct {
 	Path string
 	// Args are the arguments, without the executable.
 	Args []string
+	// Env is appended to the caller's environment (later entries win).
+	Env []string
 	// Dir receives the log and PID files; it is also the working directory.
 	Dir string
 	// Detach starts the process in its own session so that it outlives the
@@ -70,6 +72,9 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Dir = spec.Dir
+	if len(spec.Env) > 0 {
+		cmd.Env = append(os.Environ(), spec.Env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	if spec.Detach {

@@ -44,6 +44,13 @@ type Kubelet struct {
 	lost map[string]bool
 	// rejected counts rejections by reason.
 	rejected map[string]int
+
+	// adopt selects the nodes this kubelet registers and heartbeats
+	// (AdoptNodes); nil adopts none.
+	adopt     func(*v1.Node) bool
+	heartbeat time.Duration
+	// adopted holds the adopted nodes not deleted, by name.
+	adopted map[string]types.UID
 }
 
 // New returns a Kubelet; Start makes it watch.
@@ -55,6 +62,7 @@ func New(client kubernetes.Interface) *Kubelet {
 		decided:  map[types.UID]bool{},
 		lost:     map[string]bool{},
 		rejected: map[string]int{},
+		adopted:  map[string]types.UID{},
 	}
 }
 
@@ -73,16 +81,32 @@ func (k *Kubelet) Start(ctx context.Context, factory informers.SharedInformerFac
 		return err
 	}
 	_, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { k.onNodeAdd(ctx, logger, obj) },
+		AddFunc: func(obj any) {
+			if node, ok := obj.(*v1.Node); ok {
+				k.onNodeUpsert(ctx, logger, node)
+			}
+			k.onNodeAdd(ctx, logger, obj)
+		},
+		UpdateFunc: func(_, obj any) {
+			if node, ok := obj.(*v1.Node); ok {
+				k.onNodeUpsert(ctx, logger, node)
+			}
+		},
 		DeleteFunc: func(obj any) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
 			if node, ok := obj.(*v1.Node); ok {
-				k.NodeLost(node.Name)
+				k.onNodeGone(ctx, node)
 			}
 		},
 	})
+	k.mu.Lock()
+	adopting, interval := k.adopt != nil, k.heartbeat
+	k.mu.Unlock()
+	if adopting {
+		go k.runHeartbeats(ctx, interval)
+	}
 	return err
 }
 
