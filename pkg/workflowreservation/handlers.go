@@ -120,6 +120,7 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 		return
 	}
 	if pod.Spec.NodeName == "" {
+		pl.sh.pairs.observed(pod)
 		if pl.isRunner(pod) {
 			pl.sh.setNominated(pod.UID, pod.Status.NominatedNodeName != "")
 		}

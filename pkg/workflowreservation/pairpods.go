@@ -3,6 +3,7 @@ package workflowreservation
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,8 +48,20 @@ const (
 	pairPodImage = "pause:3.10"
 )
 
-// isPairPod reports whether pod is a pair pod.
-func isPairPod(pod *v1.Pod) bool { return pod.Labels[PairPodLabel] == "true" }
+// pairSizeAnnotation on a pair pod is the size it was created for:
+// admission (a LimitRange's defaults, a mutating webhook) may change its
+// requests, and it must not be recreated for that.
+const pairSizeAnnotation = "tandem.dev/pair-size"
+
+// isPairPod reports whether pod is a pair pod: labelled, naming its runner,
+// and controlled by that runner pod.
+func isPairPod(pod *v1.Pod) bool {
+	if pod.Labels[PairPodLabel] != "true" {
+		return false
+	}
+	ref := metav1.GetControllerOf(pod)
+	return ref != nil && ref.Kind == "Pod" && ref.Name != "" && ref.Name == pod.Annotations[PairOfAnnotation]
+}
 
 // pairKey names a runner incarnation whose pair pod is to be checked.
 type pairKey struct {
@@ -71,6 +84,19 @@ type pairPods struct {
 	mu sync.Mutex
 	// want holds the pair pod each waiting runner asked for, by runner UID.
 	want map[types.UID]*v1.Pod
+	// failed holds the runners told once that their pair pod cannot be
+	// created (every retry would say it again).
+	failed map[types.UID]bool
+}
+
+func (p *pairPods) firstFailure(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failed[uid] {
+		return false
+	}
+	p.failed[uid] = true
+	return true
 }
 
 func newPairPods(client clientset.Interface, pods corelisters.PodLister, indexer cache.Indexer, leader *leadership.Leadership, recorder func(*v1.Pod, string, string, string)) *pairPods {
@@ -78,7 +104,8 @@ func newPairPods(client clientset.Interface, pods corelisters.PodLister, indexer
 		client: client, pods: pods, indexer: indexer, leader: leader, recorder: recorder,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[pairKey](),
 			workqueue.TypedRateLimitingQueueConfig[pairKey]{Name: "tandem-pair-pods"}),
-		want: map[types.UID]*v1.Pod{},
+		want:   map[types.UID]*v1.Pod{},
+		failed: map[types.UID]bool{},
 	}
 }
 
@@ -97,9 +124,22 @@ func (p *pairPods) ask(runner *v1.Pod, pod *v1.Pod) {
 		return
 	}
 	p.mu.Lock()
+	old, had := p.want[runner.UID]
 	p.want[runner.UID] = pod
 	p.mu.Unlock()
+	if had && old.Annotations[pairSizeAnnotation] == pod.Annotations[pairSizeAnnotation] {
+		return // asked already; a failed sync retries with backoff
+	}
 	p.queue.Add(pairKey{namespace: runner.Namespace, name: runner.Name, uid: runner.UID})
+}
+
+// observed has the worker look at a pair pod the informer shows: one
+// created while its runner was being bound must go too.
+func (p *pairPods) observed(pod *v1.Pod) {
+	if p == nil || !p.leader.IsLeader() || !isPairPod(pod) {
+		return
+	}
+	p.queue.Add(pairKey{namespace: pod.Namespace, name: pod.Annotations[PairOfAnnotation], uid: metav1.GetControllerOf(pod).UID})
 }
 
 // check has the worker look at runner's pair pod again: the runner was
@@ -166,6 +206,7 @@ func (p *pairPods) sync(ctx context.Context, key pairKey) error {
 	want := p.want[key.uid]
 	if !waiting {
 		delete(p.want, key.uid)
+		delete(p.failed, key.uid)
 		want = nil
 	}
 	p.mu.Unlock()
@@ -177,13 +218,19 @@ func (p *pairPods) sync(ctx context.Context, key pairKey) error {
 	have := false
 	for _, o := range objs {
 		pod, ok := o.(*v1.Pod)
-		if !ok {
+		if !ok || !isPairPod(pod) {
 			continue
 		}
-		keep := want != nil && ownedBy(pod, key.uid) && sameRequests(pod, want) && pod.DeletionTimestamp == nil
-		if keep {
-			have = true
-			continue
+		owner := metav1.GetControllerOf(pod).UID
+		if owner != key.uid && runner != nil && owner == runner.UID {
+			continue // the current runner's: its own key decides
+		}
+		if owner == key.uid && waiting && pod.DeletionTimestamp == nil {
+			if want == nil || pod.Annotations[pairSizeAnnotation] == want.Annotations[pairSizeAnnotation] {
+				// Wanted, or still waiting with no word yet (a new leader).
+				have = true
+				continue
+			}
 		}
 		if err := p.delete(ctx, pod); err != nil {
 			return err
@@ -199,7 +246,8 @@ func (p *pairPods) sync(ctx context.Context, key pairKey) error {
 			// name, that the informer has not shown yet: look again.
 			return err
 		}
-		if runner != nil {
+		metrics.PairPods.WithLabelValues(metrics.PairPodFailed).Inc()
+		if p.firstFailure(key.uid) {
 			p.recorder(runner, v1.EventTypeWarning, ReasonPairPodFailed, truncate(fmt.Sprintf("Cannot create pending pod %s for cluster autoscalers: %v", want.Name, err)))
 		}
 		return err
@@ -241,38 +289,11 @@ func (p *pairPods) sweep() {
 			continue
 		}
 		for _, o := range objs {
-			pod, ok := o.(*v1.Pod)
-			if !ok {
-				continue
+			if pod, ok := o.(*v1.Pod); ok && isPairPod(pod) {
+				p.queue.Add(pairKey{namespace: pod.Namespace, name: pod.Annotations[PairOfAnnotation], uid: metav1.GetControllerOf(pod).UID})
 			}
-			ref := metav1.GetControllerOf(pod)
-			if ref == nil {
-				continue // not ours: a pair pod always has its runner as controller
-			}
-			p.queue.Add(pairKey{namespace: pod.Namespace, name: pod.Annotations[PairOfAnnotation], uid: ref.UID})
 		}
 	}
-}
-
-func ownedBy(pod *v1.Pod, uid types.UID) bool {
-	ref := metav1.GetControllerOf(pod)
-	return ref != nil && ref.UID == uid
-}
-
-func sameRequests(a, b *v1.Pod) bool {
-	if len(a.Spec.Containers) != 1 || len(b.Spec.Containers) != 1 {
-		return false
-	}
-	ra, rb := a.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests
-	if len(ra) != len(rb) {
-		return false
-	}
-	for name, q := range ra {
-		if q2, ok := rb[name]; !ok || q.Cmp(q2) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // pairPodFor builds the pair pod of runner: requests of the runner and its
@@ -296,12 +317,15 @@ func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []config.H
 	}
 	name := runner.Name
 	if limit := 253 - len(pairPodSuffix); len(name) > limit {
-		name = name[:limit]
+		name = strings.TrimRight(name[:limit], ".-")
 	}
 	container := v1.Container{
-		Name:      "pair",
-		Image:     pairPodImage,
-		Resources: v1.ResourceRequirements{Requests: requests},
+		Name:  "pair",
+		Image: pairPodImage,
+		// Limits equal to the requests: extended resources and hugepages
+		// need them, and a LimitRange's default limit below the request
+		// would make the pod invalid. It never runs.
+		Resources: v1.ResourceRequirements{Requests: requests, Limits: requests.DeepCopy()},
 		SecurityContext: &v1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			Capabilities:             &v1.Capabilities{Drop: []v1.Capability{"ALL"}},
@@ -319,7 +343,7 @@ func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []config.H
 			Name:        name + pairPodSuffix,
 			Namespace:   runner.Namespace,
 			Labels:      map[string]string{PairPodLabel: "true"},
-			Annotations: map[string]string{PairOfAnnotation: runner.Name},
+			Annotations: map[string]string{PairOfAnnotation: runner.Name, pairSizeAnnotation: amountFromList(requests).String()},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Pod", Name: runner.Name, UID: runner.UID,
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false),

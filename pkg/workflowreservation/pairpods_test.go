@@ -164,3 +164,46 @@ func containsReason(events []string, reason string) bool {
 	}
 	return false
 }
+
+// A pair pod that shows up after its runner was bound (its Create raced
+// with the bind) goes at once, not at the next sweep.
+func TestPairPodCreatedAfterBindIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).Node("n1").Obj()
+	_, h := newTestPlugin(t, pairArgs(), true, runner)
+	late := pairPodFor(runner, podAmount(runner), amountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil)
+	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, late, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForPod(t, h, late.Name, func(p *v1.Pod) bool { return p == nil })
+}
+
+// Extended resources cannot be requested without an equal limit: the
+// apiserver would refuse a pair pod for a GPU runner.
+func TestPairPodLimitsEqualRequests(t *testing.T) {
+	runner := runnerPod("gpu").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", "nvidia.com/gpu": "1"}).Obj()
+	pair := pairPodFor(runner, podAmount(runner), amountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil)
+	res := pair.Spec.Containers[0].Resources
+	if len(res.Requests) == 0 {
+		t.Fatal("pair pod requests nothing")
+	}
+	for name, q := range res.Requests {
+		if l, ok := res.Limits[name]; !ok || l.Cmp(q) != 0 {
+			t.Errorf("pair pod %s: limit %v, request %s; want equal", name, res.Limits[name], q.String())
+		}
+	}
+	if q := res.Requests["nvidia.com/gpu"]; q.Value() != 1 {
+		t.Errorf("pair pod requests nvidia.com/gpu %s, want 1", q.String())
+	}
+}
+
+// Only a labelled pod controlled by the runner it names is a pair pod: a
+// pod that merely carries the label is scheduled as usual.
+func TestLabelAloneMakesNoPairPod(t *testing.T) {
+	ctx := context.Background()
+	pl, _ := newTestPlugin(t, pairArgs(), false)
+	pod := st.MakePod().Namespace("arc").Name("x-pair").UID("x").Label(PairPodLabel, "true").Obj()
+	if _, status := pl.PreFilter(ctx, framework.NewCycleState(), pod, nil); status.Code() == fwk.UnschedulableAndUnresolvable {
+		t.Errorf("PreFilter rejected a pod that only carries the pair pod label: %v", status)
+	}
+}

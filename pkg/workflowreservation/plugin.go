@@ -435,7 +435,7 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 		if s.kind == kindRunner && pl.pairPods {
 			// Some node turned the runner away for its workflow pod only:
 			// an autoscaler would judge the runner schedulable there.
-			pl.sh.pairs.ask(pod, pairPodFor(pod, s.request, s.workflow, s.ports))
+			pl.sh.pairs.ask(pod, pairPodFor(pod, s.request, s.workflow, append(append([]config.HostPort(nil), s.hostPorts...), s.ports...)))
 		}
 	}
 	logger := klog.FromContext(ctx)

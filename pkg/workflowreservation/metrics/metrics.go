@@ -25,6 +25,7 @@ const (
 const (
 	PairPodCreated = "created"
 	PairPodDeleted = "deleted"
+	PairPodFailed  = "failed"
 )
 
 var (
@@ -92,7 +93,7 @@ var (
 		&metrics.CounterOpts{
 			Subsystem:      Subsystem,
 			Name:           "pair_pods_total",
-			Help:           "Number of pending pair pods (runner plus its reservation, for cluster autoscalers) created and deleted.",
+			Help:           "Number of pending pair pods (runner plus its reservation, for cluster autoscalers) created, deleted, and failed to create.",
 			StabilityLevel: metrics.ALPHA,
 		},
 		[]string{"action"},
