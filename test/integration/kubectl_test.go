@@ -103,6 +103,8 @@ func TestKubectlTandemReadsThePluginsRecord(t *testing.T) {
 		"StepRequestsAnnotation":     {kubectltandem.StepRequestsAnnotation, workflowreservation.StepRequestsAnnotation},
 		"HostPortsAnnotation":        {kubectltandem.HostPortsAnnotation, workflowreservation.HostPortsAnnotation},
 		"HookTemplateEnv":            {kubectltandem.HookTemplateEnv, workflowreservation.HookTemplateEnv},
+		"PairPodLabel":               {kubectltandem.PairPodLabel, workflowreservation.PairPodLabel},
+		"PairOfAnnotation":           {kubectltandem.PairOfAnnotation, workflowreservation.PairOfAnnotation},
 	}
 	for name, n := range names {
 		if n[0] != n[1] {

@@ -22,6 +22,7 @@ const (
 	KindWorkflow PodKind = "workflow pod"
 	KindStep     PodKind = "container-step pod"
 	KindOther    PodKind = "pod"
+	KindPair     PodKind = "pair pod"
 )
 
 // Explanation says why a pod is pending, or what it holds once bound.
@@ -125,6 +126,9 @@ func explain(logger klog.Logger, s *Snapshot, rs []Reservation, pod *v1.Pod, eve
 	}
 	usages := nodeUsage(s, rs)
 	switch {
+	case e.Kind == KindPair:
+		e.Verdict = fmt.Sprintf("tandem never binds it: it stands for runner %s and its workflow pod (%s) so that cluster autoscalers add a node where both fit; it goes once the runner is bound or gone",
+			e.Runner, amount(e.Requests))
 	case isTerminal(pod):
 		e.Verdict = fmt.Sprintf("the pod has %s: it holds nothing", strings.ToLower(string(pod.Status.Phase)))
 	case pod.Spec.NodeName != "":
@@ -150,6 +154,11 @@ func explain(logger klog.Logger, s *Snapshot, rs []Reservation, pod *v1.Pod, eve
 
 // kindOf says what pod is to tandem and, for a workflow or step pod, whose.
 func (s *Snapshot) kindOf(pod *v1.Pod) (kind PodKind, why, runner string) {
+	if name := pod.Annotations[PairOfAnnotation]; pod.Labels[PairPodLabel] == "true" && name != "" {
+		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "Pod" && ref.Name == name {
+			return KindPair, fmt.Sprintf("label %s, controlled by runner %s", PairPodLabel, name), name
+		}
+	}
 	if s.rules.isRunner(pod) {
 		return KindRunner, "matches the runner selector " + s.rules.RunnerSelector.String(), ""
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -64,6 +65,18 @@ func TestExplainVerdict(t *testing.T) {
 				unschedulable("runner arc/r3: the size of its workflow pod is unknown (annotation tandem.dev/workflow-requests=\"cpu\": \"cpu\" is not name=quantity) and no defaultWorkflowRequests is configured").obj(),
 			wantKind: KindRunner,
 			want:     "tandem does not know how big its workflow pod will be (see the InvalidWorkflowSize events): fix the sizing source, or configure defaultWorkflowRequests",
+		},
+		"pair pod of a waiting runner": {
+			pod: func() *v1.Pod {
+				p := makePod("arc", "r3-pair").req(rl("cpu=3")).obj()
+				p.Labels = map[string]string{PairPodLabel: "true"}
+				p.Annotations = map[string]string{PairOfAnnotation: "r3"}
+				yes := true
+				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "r3", UID: "r3", Controller: &yes}}
+				return p
+			}(),
+			wantKind: KindPair,
+			want:     "tandem never binds it: it stands for runner r3 and its workflow pod (cpu=3) so that cluster autoscalers add a node where both fit; it goes once the runner is bound or gone",
 		},
 		"runner of another scheduler": {
 			pod:      makePod("arc", "r3").runner().scheduler("default-scheduler").obj(),

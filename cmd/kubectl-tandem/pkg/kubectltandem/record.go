@@ -28,6 +28,11 @@ const (
 	// HostPortsAnnotation on a runner pod names the host ports its workflow
 	// pod will use.
 	HostPortsAnnotation = "tandem.dev/host-ports"
+	// PairPodLabel marks a pair pod: a pending pod of a waiting runner's
+	// pair size, for cluster autoscalers, that tandem never binds.
+	PairPodLabel = "tandem.dev/pair-pod"
+	// PairOfAnnotation on a pair pod names its runner.
+	PairOfAnnotation = "tandem.dev/pair-of"
 	// HookTemplateEnv names the runner container's variable that points at
 	// its container hook template.
 	HookTemplateEnv = "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"
