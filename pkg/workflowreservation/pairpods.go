@@ -3,7 +3,6 @@ package workflowreservation
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -315,10 +314,6 @@ func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []config.H
 			requests[name] = *resource.NewQuantity(v, resource.DecimalSI)
 		}
 	}
-	name := runner.Name
-	if limit := 253 - len(pairPodSuffix); len(name) > limit {
-		name = strings.TrimRight(name[:limit], ".-")
-	}
 	container := v1.Container{
 		Name:  "pair",
 		Image: pairPodImage,
@@ -340,7 +335,7 @@ func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []config.H
 	}
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        name + pairPodSuffix,
+			Name:        suffixedName(runner.Name, pairPodSuffix),
 			Namespace:   runner.Namespace,
 			Labels:      map[string]string{PairPodLabel: "true"},
 			Annotations: map[string]string{PairOfAnnotation: runner.Name, pairSizeAnnotation: amountFromList(requests).String()},

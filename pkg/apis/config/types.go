@@ -45,7 +45,25 @@ type WorkflowReservationArgs struct {
 	// and its workflow pod together, a pending pod of the pair's size that
 	// cluster autoscalers see.
 	PairPods bool
+	// ReservationMode is where a held reservation lives: Memory (the
+	// plugin's accounting and the runner's record only) or Pods (also a
+	// placeholder pod on the runner's node that the kubelet, other
+	// schedulers and autoscalers see). Empty only before defaulting.
+	ReservationMode string
+	// PlaceholderImage is the image of placeholder and pair pods' only
+	// container. Empty only before defaulting.
+	PlaceholderImage string
 }
+
+// Where held reservations live (ReservationMode).
+const (
+	// ReservationModeMemory keeps reservations in the plugin's accounting
+	// (and the runner's record): only tandem sees them.
+	ReservationModeMemory = "Memory"
+	// ReservationModePods also holds each reservation with a placeholder
+	// pod on the runner's node.
+	ReservationModePods = "Pods"
+)
 
 // ScoringStrategyType names a way to rank nodes by their allocation.
 type ScoringStrategyType string

@@ -21,6 +21,10 @@ const (
 	DefaultReconcileInterval = time.Minute
 	// DefaultNoWorkflowPodGrace is the default NoWorkflowPodGrace.
 	DefaultNoWorkflowPodGrace = 2 * time.Minute
+	// DefaultReservationMode keeps reservations in tandem's accounting.
+	DefaultReservationMode = "Memory"
+	// DefaultPlaceholderImage is the placeholder and pair pods' image.
+	DefaultPlaceholderImage = "pause:3.10"
 )
 
 func addDefaultingFuncs(scheme *runtime.Scheme) error {
@@ -49,6 +53,12 @@ func SetDefaults_WorkflowReservationArgs(obj *WorkflowReservationArgs) {
 	}
 	if obj.PairPods == nil {
 		obj.PairPods = ptr.To(true)
+	}
+	if obj.ReservationMode == nil {
+		obj.ReservationMode = ptr.To(DefaultReservationMode)
+	}
+	if obj.PlaceholderImage == nil {
+		obj.PlaceholderImage = ptr.To(DefaultPlaceholderImage)
 	}
 	if obj.ScoringStrategy == nil {
 		obj.ScoringStrategy = &ScoringStrategy{}

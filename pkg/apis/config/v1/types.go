@@ -71,6 +71,20 @@ type WorkflowReservationArgs struct {
 	// Defaults to true.
 	// +optional
 	PairPods *bool `json:"pairPods,omitempty"`
+	// ReservationMode is where a held reservation lives. "Memory": in
+	// tandem's accounting and the runner's record, which only tandem sees.
+	// "Pods": also as a placeholder pod on the runner's node (requests = the
+	// reservation, the runner's priority, owned by the runner), which the
+	// kubelet, other schedulers and cluster autoscalers count; it yields to
+	// the workflow pod the moment that pod is created (pinned workflow pods
+	// need tandem-webhook, see docs/autoscaling.md). Defaults to Memory.
+	// +optional
+	ReservationMode *string `json:"reservationMode,omitempty"`
+	// PlaceholderImage is the image of the only container of placeholder
+	// and pair pods: a pause image your nodes can pull (a placeholder
+	// runs; a pair pod is never bound). Defaults to "pause:3.10".
+	// +optional
+	PlaceholderImage *string `json:"placeholderImage,omitempty"`
 }
 
 // ScoringStrategyType names a way to rank nodes by their allocation.

@@ -120,6 +120,12 @@ func autoConvert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in
 	if err := metav1.Convert_Pointer_bool_To_bool(&in.PairPods, &out.PairPods, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_string_To_string(&in.ReservationMode, &out.ReservationMode, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_Pointer_string_To_string(&in.PlaceholderImage, &out.PlaceholderImage, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -147,6 +153,12 @@ func autoConvert_config_WorkflowReservationArgs_To_v1_WorkflowReservationArgs(in
 		return err
 	}
 	if err := metav1.Convert_bool_To_Pointer_bool(&in.PairPods, &out.PairPods, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_string_To_Pointer_string(&in.ReservationMode, &out.ReservationMode, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_string_To_Pointer_string(&in.PlaceholderImage, &out.PlaceholderImage, s); err != nil {
 		return err
 	}
 	return nil

@@ -106,6 +106,16 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.ReservationMode != nil {
+		in, out := &in.ReservationMode, &out.ReservationMode
+		*out = new(string)
+		**out = **in
+	}
+	if in.PlaceholderImage != nil {
+		in, out := &in.PlaceholderImage, &out.PlaceholderImage
+		*out = new(string)
+		**out = **in
+	}
 	return
 }
 

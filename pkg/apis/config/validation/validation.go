@@ -54,6 +54,12 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 	if d := args.NoWorkflowPodGrace.Duration; d < 0 {
 		allErrs = append(allErrs, field.Invalid(path.Child("noWorkflowPodGrace"), d.String(), "must not be negative"))
 	}
+	switch args.ReservationMode {
+	case "", config.ReservationModeMemory, config.ReservationModePods:
+	default:
+		allErrs = append(allErrs, field.NotSupported(path.Child("reservationMode"), args.ReservationMode,
+			[]string{config.ReservationModeMemory, config.ReservationModePods}))
+	}
 	seen := map[config.HostPort]bool{}
 	for i, s := range args.DefaultHostPorts {
 		p, err := config.ParseHostPort(s)
