@@ -124,3 +124,30 @@ func (e *env) phase(name string) v1.PodPhase {
 	}
 	return pod.Status.Phase
 }
+
+// Placeholders live in the API, so a restart rebuilds them with the
+// reservations: one whose runner went while tandem was down goes (no
+// garbage collector runs here; the reconciler's sweep stands in for it),
+// one deleted while tandem was down comes back.
+func TestPlaceholdersAfterRestart(t *testing.T) {
+	e := newEnv(t, inprocess.Config(inprocess.Profile{SchedulerName: schedulerName, Tandem: true, ReservationMode: "Pods"}), map[string]string{"pr-n1": "4"})
+	for _, r := range []string{"r1", "r2"} {
+		e.runner(r, "500m", "1")
+		e.bound(r)
+		e.poll("placeholder of "+r+" exists", func() (bool, error) { return e.phase(workflowreservation.PlaceholderName(r)) != "", nil })
+	}
+	e.stopScheduler()
+	e.delete("r1")
+	e.delete(workflowreservation.PlaceholderName("r2"))
+	e.startScheduler()
+
+	e.poll("r1's orphaned placeholder is deleted", func() (bool, error) {
+		return e.phase(workflowreservation.PlaceholderName("r1")) == "", nil
+	})
+	e.poll("r2's placeholder is recreated", func() (bool, error) {
+		return e.phase(workflowreservation.PlaceholderName("r2")) != "", nil
+	})
+	if ref := metav1.GetControllerOf(e.get(workflowreservation.PlaceholderName("r2"))); ref == nil || ref.UID != e.get("r2").UID {
+		t.Errorf("recreated placeholder's controller = %+v, want runner r2", ref)
+	}
+}
