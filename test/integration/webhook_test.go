@@ -214,3 +214,19 @@ func TestWebhookDownAllowsWorkflowPod(t *testing.T) {
 		t.Errorf("placeholder deleted with the webhook down: something else deleted it")
 	}
 }
+
+// The chart's Pods-mode objects are valid for the real apiserver (the
+// webhook configuration's match condition compiles, the Secret is a valid
+// TLS Secret): a dry-run server-side apply of all of them succeeds.
+func TestChartPodsModeApplies(t *testing.T) {
+	e := newEnvWithoutScheduler(t, nil)
+	objs := renderChart(t, "--namespace", e.ns, "--set", "reservationMode=Pods", "--set", "fullnameOverride="+e.ns)
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		kinds[o.GetKind()] = true
+	}
+	if !kinds["ValidatingWebhookConfiguration"] || !kinds["Secret"] {
+		t.Fatalf("rendered kinds %v, want the webhook's", kinds)
+	}
+	apply(t, e.ctx, objs, metav1.ApplyOptions{FieldManager: "tandem-helm", DryRun: []string{metav1.DryRunAll}})
+}
