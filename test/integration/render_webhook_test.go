@@ -16,12 +16,16 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tandem-scheduler/tandem/pkg/webhook"
 )
+
+// kustomizePods is the kustomization of reservationMode Pods.
+const kustomizePods = "manifests/kustomize/pods"
 
 const (
 	webhookName       = releaseName + "-webhook"
@@ -238,5 +242,26 @@ func TestChartPodsMode(t *testing.T) {
 		} else if !strings.Contains(stderr, "reservationMode") {
 			t.Errorf("--set %s: error %q does not name reservationMode", set, stderr)
 		}
+	}
+}
+
+// manifests/kustomize/pods renders the chart's Pods-mode objects (and the
+// namespace) but the certificate: no Secret, no caBundle (the user brings
+// them).
+func TestKustomizePodsIsTheChartsPodsMode(t *testing.T) {
+	chart := byKey(renderChart(t, "--set", "reservationMode=Pods"))
+	delete(chart, webhookSecretKey)
+	webhooks, _, err := unstructured.NestedSlice(chart[webhookConfigKey].Object, "webhooks")
+	if err != nil || len(webhooks) != 1 {
+		t.Fatalf("the chart's webhooks: %v, %v", webhooks, err)
+	}
+	unstructured.RemoveNestedField(webhooks[0].(map[string]any), "clientConfig", "caBundle")
+	if err := unstructured.SetNestedSlice(chart[webhookConfigKey].Object, webhooks, "webhooks"); err != nil {
+		t.Fatal(err)
+	}
+	pods := byKey(kustomizeBuild(t, kustomizePods))
+	delete(pods, "Namespace//"+releaseNamespace)
+	if diff := cmp.Diff(chart, pods); diff != "" {
+		t.Errorf("helm template --set reservationMode=Pods and %s differ (-helm,+kustomize):\n%s", kustomizePods, diff)
 	}
 }
