@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
@@ -194,7 +196,20 @@ func TestReview(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(req)
 			}
+			deletedBefore := counter(t, placeholdersDeleted)
+			outcomeBefore := counter(t, reviews.WithLabelValues(tc.wantOutcome))
 			resp, outcome := h.Review(t.Context(), req)
+			wantCount := 0.0
+			if tc.wantDeleted {
+				wantCount = 1
+			}
+			if got := counter(t, placeholdersDeleted) - deletedBefore; got != wantCount {
+				t.Errorf("tandem_webhook_placeholders_deleted_total grew by %v, want %v", got, wantCount)
+			}
+			// Review does not count; serveReview does, with Review's outcome.
+			if got := counter(t, reviews.WithLabelValues(tc.wantOutcome)) - outcomeBefore; got != 0 {
+				t.Errorf("Review counted itself: reviews{outcome=%s} grew by %v", tc.wantOutcome, got)
+			}
 			if !resp.Allowed || resp.UID != req.UID || resp.Result != nil {
 				t.Errorf("response = %+v, want allowed with the request's UID", resp)
 			}
@@ -237,6 +252,15 @@ func TestReview(t *testing.T) {
 	}
 }
 
+func counter(t *testing.T, m metrics.CounterMetric) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // Over HTTP: the response is an admission.k8s.io/v1 AdmissionReview with the
 // request's UID; a body that is not a review is a 400 (the apiserver then
 // applies the failurePolicy); /healthz answers.
@@ -254,6 +278,7 @@ func TestServeHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deletedReviews := counter(t, reviews.WithLabelValues(outcomeDeleted))
 	got := post(t, srv.URL+Path, body, http.StatusOK)
 	var out admissionv1.AdmissionReview
 	if err := json.Unmarshal(got, &out); err != nil {
@@ -265,6 +290,9 @@ func TestServeHTTP(t *testing.T) {
 	}
 	if h.Reviewed() != 1 {
 		t.Errorf("Reviewed() = %d, want 1", h.Reviewed())
+	}
+	if got := counter(t, reviews.WithLabelValues(outcomeDeleted)) - deletedReviews; got != 1 {
+		t.Errorf("reviews{outcome=deleted} grew by %v, want 1", got)
 	}
 	if _, err := client.CoreV1().Pods(testNS).Get(context.Background(), workflowreservation.PlaceholderName(runner), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("placeholder still there after the review (err %v)", err)

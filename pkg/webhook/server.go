@@ -61,6 +61,7 @@ func TLSConfig(getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, erro
 type CertificateFiles struct {
 	certFile, keyFile string
 	logger            klog.Logger
+	now               func() time.Time
 
 	mu        sync.Mutex
 	cert      *tls.Certificate
@@ -74,8 +75,8 @@ const certCheckInterval = 10 * time.Second
 
 // LoadCertificateFiles loads the key pair in certFile and keyFile.
 func LoadCertificateFiles(logger klog.Logger, certFile, keyFile string) (*CertificateFiles, error) {
-	c := &CertificateFiles{certFile: certFile, keyFile: keyFile, logger: logger}
-	if err := c.reload(time.Now()); err != nil {
+	c := &CertificateFiles{certFile: certFile, keyFile: keyFile, logger: logger, now: time.Now}
+	if err := c.reload(c.now()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -85,7 +86,7 @@ func LoadCertificateFiles(logger klog.Logger, certFile, keyFile string) (*Certif
 func (c *CertificateFiles) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if now := time.Now(); now.Sub(c.lastCheck) >= certCheckInterval {
+	if now := c.now(); now.Sub(c.lastCheck) >= certCheckInterval {
 		if err := c.reload(now); err != nil {
 			c.logger.Error(err, "Reloading the serving certificate; keeping the previous one")
 		}
