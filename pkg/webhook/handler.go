@@ -6,8 +6,9 @@
 // hooks v0.7.0 is pinned there with spec.nodeName and bypasses every
 // scheduler: the kubelet would reject it (OutOfcpu) while the placeholder
 // still holds its room. This webhook, called on the creation of every pod
-// labelled with the runner-pod label, deletes the placeholder of that runner
-// incarnation (UID precondition, grace 0) and then allows the pod. The delete
+// labelled with the runner-pod label and pinned with nodeName, deletes the
+// placeholder of that runner incarnation on that node (UID precondition,
+// grace 0) and then allows the pod. The delete
 // is stored before the pod, and the kubelet watches its node's pods in
 // resourceVersion order, so it sees the room freed before the pod that takes
 // it.

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -125,8 +124,5 @@ func (l *Local) Stop() error {
 	l.cancel()
 	err := <-l.done
 	l.done <- err // a second Stop returns the same
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
 	return err
 }
