@@ -43,6 +43,17 @@ profiles:
         # reserved for workflow pods as used.
         disabled:
           - name: NodeResourcesFit
+      {{- if eq (include "tandem-scheduler.reservationMode" .) "Pods" }}
+      # reservationMode Pods: WorkflowReservation runs NodeResourcesFit's
+      # filter itself, without a workflow pod's own placeholder, so that
+      # the placeholder can be handed over at Permit without a gap.
+      preFilter:
+        disabled:
+          - name: NodeResourcesFit
+      filter:
+        disabled:
+          - name: NodeResourcesFit
+      {{- end }}
     pluginConfig:
       - name: WorkflowReservation
         args:
