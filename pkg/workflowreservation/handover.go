@@ -114,22 +114,20 @@ func (pl *WorkflowReservation) fitFilter(ctx context.Context, cs fwk.CycleState,
 	return pl.fit.Filter(ctx, cs, pod, nodeInfo)
 }
 
-// Permit has a workflow pod wait while its runner's placeholder on the node
-// is deleted, then lets it be bound.
+// Permit has a workflow pod wait while its runner's placeholder is
+// deleted, then lets it be bound. It always waits in reservationMode Pods:
+// the placeholder may be being created, or created and not yet shown by the
+// informer, and binding next to it would take its room twice.
 func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	s, err := getPreFilterState(cs)
-	if err != nil || s.kind != kindWorkflow {
-		return nil, 0
-	}
-	hold := pl.sh.holds.of(s.runner, s.own.runnerUID)
-	if hold == nil || hold.Spec.NodeName != nodeName {
+	if err != nil || s.kind != kindWorkflow || pl.sh.holds == nil || !pl.sh.holds.enabled.Load() {
 		return nil, 0
 	}
 	logger := klog.FromContext(ctx)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), permitTimeout)
 		defer cancel()
-		err := pl.sh.holds.delete(ctx, hold)
+		hold, err := pl.sh.holds.yield(ctx, s.runner, s.own.runnerUID)
 		// The framework registers the waiting pod once Permit returns.
 		var waiting fwk.WaitingPod
 		_ = wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
@@ -140,12 +138,14 @@ func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, po
 			return
 		}
 		if err != nil {
-			logger.Error(err, "Cannot delete the placeholder that holds the workflow pod's room; retrying the pod", "pod", klog.KObj(pod), "placeholder", klog.KObj(hold))
-			waiting.Reject(Name, truncate(fmt.Sprintf("cannot delete placeholder %s of runner %s: %v", hold.Name, s.runner.Name, err)))
+			logger.Error(err, "Cannot delete the placeholder that holds the workflow pod's room; retrying the pod", "pod", klog.KObj(pod), "runner", s.runner)
+			waiting.Reject(Name, truncate(fmt.Sprintf("cannot delete the placeholder of runner %s: %v", s.runner.Name, err)))
 			return
 		}
-		logger.V(2).Info("Placeholder yielded to its workflow pod", "pod", klog.KObj(pod), "placeholder", klog.KObj(hold), "node", nodeName)
+		if hold != nil {
+			logger.V(2).Info("Placeholder yielded to its workflow pod", "pod", klog.KObj(pod), "placeholder", klog.KObj(hold), "node", nodeName)
+		}
 		waiting.Allow(Name)
 	}()
-	return fwk.NewStatus(fwk.Wait, "waiting for placeholder "+hold.Name+" to be deleted"), permitTimeout
+	return fwk.NewStatus(fwk.Wait, "waiting for the placeholder of runner "+s.runner.Name+" to be deleted"), permitTimeout
 }

@@ -124,6 +124,14 @@ type placeholders struct {
 	// warned holds the runners told once that a placeholder cannot be
 	// created or was lost.
 	warned map[types.UID]bool
+	// creating holds, by runner UID, a create in flight: closed when it
+	// returns. created holds the placeholder a create returned until the
+	// informer shows it deleted: the informer may not show it yet.
+	creating map[types.UID]chan struct{}
+	created  map[types.UID]*v1.Pod
+	// yielding holds the runners whose workflow pod is at Permit: no
+	// placeholder is created for them until its Unreserve.
+	yielding map[types.UID]bool
 }
 
 func newPlaceholders(client clientset.Interface, indexer cache.Indexer, leader *leadership.Leadership,
@@ -135,6 +143,9 @@ func newPlaceholders(client clientset.Interface, indexer cache.Indexer, leader *
 		deleting:    map[types.UID]bool{},
 		lost:        map[types.UID]time.Time{},
 		warned:      map[types.UID]bool{},
+		creating:    map[types.UID]chan struct{}{},
+		created:     map[types.UID]*v1.Pod{},
+		yielding:    map[types.UID]bool{},
 	}
 }
 
@@ -170,6 +181,9 @@ func (p *placeholders) gone(pod *v1.Pod) {
 	}
 	owner := metav1.GetControllerOf(pod).UID
 	p.mu.Lock()
+	if c := p.created[owner]; c != nil && c.UID == pod.UID {
+		delete(p.created, owner)
+	}
 	if p.deleting[pod.UID] {
 		delete(p.deleting, pod.UID)
 	} else if _, ok := p.lost[owner]; !ok {
@@ -195,6 +209,46 @@ func (p *placeholders) of(runner types.NamespacedName, uid types.UID) *v1.Pod {
 		}
 	}
 	return nil
+}
+
+// yield removes the runner incarnation's placeholder for its workflow pod,
+// which is at Permit: no new one is created until unyield, a create in
+// flight is waited for, and one the informer does not show yet is found
+// through what the create returned.
+func (p *placeholders) yield(ctx context.Context, runner types.NamespacedName, uid types.UID) (*v1.Pod, error) {
+	p.mu.Lock()
+	p.yielding[uid] = true
+	done := p.creating[uid]
+	p.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	hold := p.of(runner, uid)
+	p.mu.Lock()
+	if c := p.created[uid]; hold == nil && c != nil {
+		hold = c
+	}
+	p.mu.Unlock()
+	if hold == nil {
+		return nil, nil
+	}
+	return hold, p.delete(ctx, hold)
+}
+
+// unyield lets the runner have a placeholder again: its workflow pod's
+// scheduling cycle failed after Permit.
+func (p *placeholders) unyield(runner types.NamespacedName, uid types.UID) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	delete(p.yielding, uid)
+	p.mu.Unlock()
+	p.check(runner.Namespace, runner.Name, uid)
 }
 
 func (p *placeholders) firstWarning(uid types.UID) bool {
@@ -237,6 +291,9 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 	if want == nil || have {
 		delete(p.lost, key.uid)
 	}
+	if runner == nil {
+		delete(p.yielding, key.uid) // the runner is gone
+	}
 	p.mu.Unlock()
 	if want == nil || have {
 		return nil
@@ -257,7 +314,23 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 				want.Name, want.Spec.NodeName)))
 		}
 	}
-	if _, err := p.client.CoreV1().Pods(key.namespace).Create(ctx, want, metav1.CreateOptions{}); err != nil {
+	p.mu.Lock()
+	if p.yielding[key.uid] {
+		p.mu.Unlock()
+		return nil // its workflow pod is at Permit
+	}
+	done := make(chan struct{})
+	p.creating[key.uid] = done
+	p.mu.Unlock()
+	created, err := p.client.CoreV1().Pods(key.namespace).Create(ctx, want, metav1.CreateOptions{})
+	p.mu.Lock()
+	delete(p.creating, key.uid)
+	close(done)
+	if err == nil {
+		p.created[key.uid] = created
+	}
+	p.mu.Unlock()
+	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return err // one the informer has not shown yet: look again
 		}
@@ -280,6 +353,14 @@ func (p *placeholders) delete(ctx context.Context, pod *v1.Pod) error {
 	deleted, err := deleteNow(ctx, p.client, pod)
 	if deleted {
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderDeleted).Inc()
+	}
+	if err == nil {
+		owner := metav1.GetControllerOf(pod).UID
+		p.mu.Lock()
+		if c := p.created[owner]; c != nil && c.UID == pod.UID {
+			delete(p.created, owner)
+		}
+		p.mu.Unlock()
 	}
 	if err != nil {
 		p.mu.Lock()

@@ -7,15 +7,19 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/leadership"
 )
 
 func podsModeArgs() *config.WorkflowReservationArgs {
@@ -227,5 +231,49 @@ func TestPlaceholderHandoverAtPermit(t *testing.T) {
 	}
 	if _, err := h.client.CoreV1().Pods("arc").Get(ctx, "r1-hold", metav1.GetOptions{}); err == nil {
 		t.Error("the workflow pod was allowed while its placeholder still exists")
+	}
+}
+
+// Found by the simulator (tandem-pods, autoscale-novolume.yaml): a workflow
+// pod was bound next to its runner's placeholder, which the worker had just
+// created and the informer did not show yet, so Permit did not wait for it;
+// for 41 ms the node held both. Permit's yield must find a placeholder the
+// informer does not show, and no placeholder may be created once it yielded.
+func TestYieldFindsAPlaceholderTheInformerDoesNotShowYet(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Obj()
+	client := fake.NewClientset(runner)
+	// An indexer no informer feeds: the placeholder's create is not shown.
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{placeholderIndex: indexPlaceholder})
+	want := placeholderOf(runner, "1")
+	p := newPlaceholders(client, indexer, leadership.Leading(), func(*v1.Pod, string, string, string) {},
+		func(pairKey) (*v1.Pod, *v1.Pod) { return runner, want.DeepCopy() })
+	key := pairKey{namespace: "arc", name: "r1", uid: runner.UID}
+	if err := p.sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Pods("arc").Get(ctx, want.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the placeholder was not created: %v", err)
+	}
+
+	hold, err := p.yield(ctx, types.NamespacedName{Namespace: "arc", Name: "r1"}, runner.UID)
+	if err != nil || hold == nil {
+		t.Fatalf("yield = %v, %v; want the placeholder the create returned", hold, err)
+	}
+	if _, err := client.CoreV1().Pods("arc").Get(ctx, want.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the placeholder still exists after yield: %v", err)
+	}
+	if err := p.sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Pods("arc").Get(ctx, want.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a placeholder was created for a runner whose workflow pod is at Permit: %v", err)
+	}
+	p.unyield(types.NamespacedName{Namespace: "arc", Name: "r1"}, runner.UID)
+	if err := p.sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Pods("arc").Get(ctx, want.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("no placeholder after the workflow pod's Unreserve: %v", err)
 	}
 }

@@ -606,7 +606,7 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 			return false
 		})
 		// Holding again: a placeholder deleted at Permit comes back.
-		pl.sh.holds.check(s.runner.Namespace, s.runner.Name, s.own.runnerUID)
+		pl.sh.holds.unyield(s.runner, s.own.runnerUID)
 	}
 	pl.recordMetrics()
 }
