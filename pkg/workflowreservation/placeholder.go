@@ -172,6 +172,18 @@ func (p *placeholders) observed(pod *v1.Pod) {
 	p.check(pod.Namespace, pod.Annotations[PlaceholderOfAnnotation], metav1.GetControllerOf(pod).UID)
 }
 
+// noteGoing notes a placeholder seen being deleted by someone else as a
+// possible loss: it is recreated only after lostRecheck, by when the
+// workflow pod it yields to (if that is why) is shown.
+func (p *placeholders) noteGoing(pod *v1.Pod) {
+	owner := metav1.GetControllerOf(pod).UID
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.lost[owner]; !ok && !p.deleting[pod.UID] {
+		p.lost[owner] = time.Now()
+	}
+}
+
 // gone notes a placeholder deleted: by this worker, or lost (evicted,
 // preempted by another scheduler, rejected by the kubelet, deleted by
 // tandem-webhook for its workflow pod).
@@ -273,10 +285,22 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 	if err != nil {
 		return err
 	}
-	have := false
+	have, going := false, false
 	for _, pod := range pods {
 		owner := metav1.GetControllerOf(pod).UID
-		if want != nil && owner == key.uid && pod.DeletionTimestamp == nil &&
+		if pod.DeletionTimestamp != nil {
+			// Being deleted (a delete with grace 0 is an update setting
+			// deletionTimestamp, then the delete): by this worker, or by
+			// someone else, e.g. tandem-webhook for a pinned workflow pod
+			// that the informer does not show yet. Its delete event says
+			// which; until then, no second one.
+			going = true
+			if owner == key.uid {
+				p.noteGoing(pod)
+			}
+			continue
+		}
+		if want != nil && owner == key.uid &&
 			pod.Spec.NodeName == want.Spec.NodeName && pod.Annotations[placeholderSizeAnnotation] == want.Annotations[placeholderSizeAnnotation] {
 			have = true
 			continue
@@ -295,6 +319,9 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 		delete(p.yielding, key.uid) // the runner is gone
 	}
 	p.mu.Unlock()
+	if going && !have {
+		return nil // its delete event brings the key back
+	}
 	if want == nil || have {
 		return nil
 	}

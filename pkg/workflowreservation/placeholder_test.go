@@ -277,3 +277,54 @@ func TestYieldFindsAPlaceholderTheInformerDoesNotShowYet(t *testing.T) {
 		t.Errorf("no placeholder after the workflow pod's Unreserve: %v", err)
 	}
 }
+
+// Found by the simulator (tandem-pods, autoscale-nodename.yaml, 2 of 24 jobs
+// failed OutOfcpu): a delete with grace 0 reaches the informer first as an
+// update that sets deletionTimestamp. The worker took the placeholder
+// tandem-webhook was deleting for a pinned workflow pod for a wrong one,
+// "deleted" it and created a new one 17 ms later, before the informer showed
+// the workflow pod; the kubelet then rejected the workflow pod. A placeholder
+// being deleted is left to go, and its runner gets no new one before the
+// loss recheck.
+func TestPlaceholderBeingDeletedIsNotReplaced(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Obj()
+	going := placeholderOf(runner, "1")
+	now := metav1.Now()
+	going.DeletionTimestamp = &now
+	client := fake.NewClientset(runner, going)
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{placeholderIndex: indexPlaceholder})
+	if err := indexer.Add(going); err != nil {
+		t.Fatal(err)
+	}
+	p := newPlaceholders(client, indexer, leadership.Leading(), func(*v1.Pod, string, string, string) {},
+		func(pairKey) (*v1.Pod, *v1.Pod) { return runner, placeholderOf(runner, "1") })
+	p.recheck = time.Hour
+	key := pairKey{namespace: "arc", name: "r1", uid: runner.UID}
+	if err := p.sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	// The delete goes through; the informer shows it.
+	if err := client.CoreV1().Pods("arc").Delete(ctx, going.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := indexer.Delete(going); err != nil {
+		t.Fatal(err)
+	}
+	p.gone(going)
+	if err := p.sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	var creates, deletes int
+	for _, a := range client.Actions() {
+		switch a.GetVerb() {
+		case "create":
+			creates++
+		case "delete":
+			deletes++
+		}
+	}
+	if creates != 0 || deletes != 1 {
+		t.Errorf("%d creates and %d deletes, want none and the test's own: the worker replaced a placeholder someone else was deleting", creates, deletes)
+	}
+}
