@@ -35,6 +35,12 @@ const (
 	ReasonPairPodCreated = "PairPodCreated"
 	// ReasonPairPodFailed: the pair pod could not be created.
 	ReasonPairPodFailed = "PairPodFailed"
+	// ReasonPlaceholderFailed: a bound runner's placeholder could not be
+	// created (reservationMode: Pods).
+	ReasonPlaceholderFailed = "PlaceholderFailed"
+	// ReasonPlaceholderLost: a bound runner's placeholder was removed by
+	// someone else while its reservation waited for the workflow pod.
+	ReasonPlaceholderLost = "PlaceholderLost"
 	// ReasonRepaired: the reconciler found the reservation out of step with
 	// the cluster and repaired it.
 	ReasonRepaired = "WorkflowReservationRepaired"

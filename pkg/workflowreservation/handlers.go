@@ -25,7 +25,7 @@ const workflowPodIndex = "tandem.dev/runner-pod"
 func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool, error) {
 	informers := pl.handle.SharedInformerFactory()
 	podInformer := informers.Core().V1().Pods().Informer()
-	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: pl.indexWorkflowPod, pairPodIndex: indexPairPod}); err != nil {
+	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: pl.indexWorkflowPod, pairPodIndex: indexPairPod, placeholderIndex: indexPlaceholder}); err != nil {
 		return nil, fmt.Errorf("indexing workflow pods: %w", err)
 	}
 	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -119,6 +119,14 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 		pl.onPodGone(logger, pod, true)
 		return
 	}
+	if IsPlaceholder(pod) {
+		pl.sh.holds.observed(pod)
+		return
+	}
+	if runner, ok := pl.runnerOf(pod); ok {
+		// A workflow pod exists: its runner's placeholder yields to it.
+		pl.checkPlaceholder(runner)
+	}
 	if pod.Spec.NodeName == "" {
 		pl.sh.pairs.observed(pod)
 		if pl.isRunner(pod) {
@@ -133,6 +141,9 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 	}
 	if _, ok := pod.Annotations[ReservationAnnotation]; ok {
 		pl.observeRunner(logger, pod)
+	}
+	if pl.trusted(pod) {
+		pl.sh.holds.check(pod.Namespace, pod.Name, pod.UID) // bound: its placeholder comes
 	}
 	if runner, ok := pl.runnerOf(pod); ok {
 		pl.observeWorkflow(logger, pod, runner)
@@ -249,8 +260,16 @@ func (pl *WorkflowReservation) onPodDelete(logger klog.Logger, obj any) {
 func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finished bool) {
 	pl.sh.waiting.remove(pod.UID)
 	pl.sh.forget(pod.UID)
+	if IsPlaceholder(pod) {
+		pl.sh.holds.gone(pod)
+		return
+	}
 	if pl.trusted(pod) {
 		pl.sh.pairs.check(pod) // gone: its pair pod goes
+		pl.sh.holds.check(pod.Namespace, pod.Name, pod.UID)
+	}
+	if runner, ok := pl.runnerOf(pod); ok {
+		pl.checkPlaceholder(runner)
 	}
 	freed := false
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
@@ -279,6 +298,17 @@ func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finish
 	if freed {
 		pl.recordMetrics()
 		pl.activateWaiting(logger)
+	}
+}
+
+// checkPlaceholder has the placeholder worker look at the runner's
+// placeholder, if the runner holds a reservation.
+func (pl *WorkflowReservation) checkPlaceholder(runner types.NamespacedName) {
+	if pl.sh.holds == nil {
+		return
+	}
+	if r, ok := pl.store.get(runner); ok {
+		pl.sh.holds.check(runner.Namespace, runner.Name, r.runnerUID)
 	}
 }
 

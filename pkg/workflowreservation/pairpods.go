@@ -4,18 +4,14 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -42,9 +38,6 @@ const (
 	pairPodIndex = "tandem.dev/pair-of"
 	// pairPodSuffix ends a pair pod's name: "<runner>-pair".
 	pairPodSuffix = "-pair"
-	// pairPodImage is the pair pod's only container's image. The pod is
-	// never bound, so the image is never pulled.
-	pairPodImage = "pause:3.10"
 )
 
 // pairSizeAnnotation on a pair pod is the size it was created for:
@@ -76,9 +69,8 @@ type pairPods struct {
 	client   clientset.Interface
 	pods     corelisters.PodLister
 	indexer  cache.Indexer
-	leader   *leadership.Leadership
 	recorder func(pod *v1.Pod, eventType, reason, note string)
-	queue    workqueue.TypedRateLimitingInterface[pairKey]
+	leaderQueue
 
 	mu sync.Mutex
 	// want holds the pair pod each waiting runner asked for, by runner UID.
@@ -100,11 +92,10 @@ func (p *pairPods) firstFailure(uid types.UID) bool {
 
 func newPairPods(client clientset.Interface, pods corelisters.PodLister, indexer cache.Indexer, leader *leadership.Leadership, recorder func(*v1.Pod, string, string, string)) *pairPods {
 	return &pairPods{
-		client: client, pods: pods, indexer: indexer, leader: leader, recorder: recorder,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[pairKey](),
-			workqueue.TypedRateLimitingQueueConfig[pairKey]{Name: "tandem-pair-pods"}),
-		want:   map[types.UID]*v1.Pod{},
-		failed: map[types.UID]bool{},
+		client: client, pods: pods, indexer: indexer, recorder: recorder,
+		leaderQueue: newLeaderQueue("tandem-pair-pods", "pair pod", leader),
+		want:        map[types.UID]*v1.Pod{},
+		failed:      map[types.UID]bool{},
 	}
 }
 
@@ -166,34 +157,7 @@ func (p *pairPods) hasPairPod(namespace, runner string) bool {
 }
 
 // run works the queue while this replica leads.
-func (p *pairPods) run(ctx context.Context) {
-	defer p.queue.ShutDown()
-	select {
-	case <-p.leader.Elected():
-	case <-ctx.Done():
-		return
-	}
-	go wait.UntilWithContext(ctx, func(ctx context.Context) {
-		for p.next(ctx) {
-		}
-	}, time.Second)
-	<-ctx.Done()
-}
-
-func (p *pairPods) next(ctx context.Context) bool {
-	key, quit := p.queue.Get()
-	if quit {
-		return false
-	}
-	defer p.queue.Done(key)
-	if err := p.sync(ctx, key); err != nil {
-		klog.FromContext(ctx).V(2).Info("Syncing a runner's pair pod failed; retrying", "runner", klog.KRef(key.namespace, key.name), "err", err)
-		p.queue.AddRateLimited(key)
-		return true
-	}
-	p.queue.Forget(key)
-	return true
-}
+func (p *pairPods) run(ctx context.Context) { p.work(ctx, p.sync) }
 
 // sync makes the runner's pair pods what they should be: one of the wanted
 // size while the runner waits unbound, none otherwise.
@@ -210,20 +174,13 @@ func (p *pairPods) sync(ctx context.Context, key pairKey) error {
 	}
 	p.mu.Unlock()
 
-	objs, err := p.indexer.ByIndex(pairPodIndex, key.namespace+"/"+key.name)
+	pods, err := keyedPods(p.indexer, pairPodIndex, isPairPod, key, runner)
 	if err != nil {
 		return err
 	}
 	have := false
-	for _, o := range objs {
-		pod, ok := o.(*v1.Pod)
-		if !ok || !isPairPod(pod) {
-			continue
-		}
+	for _, pod := range pods {
 		owner := metav1.GetControllerOf(pod).UID
-		if owner != key.uid && runner != nil && owner == runner.UID {
-			continue // the current runner's: its own key decides
-		}
 		if owner == key.uid && waiting && pod.DeletionTimestamp == nil {
 			if want == nil || pod.Annotations[pairSizeAnnotation] == want.Annotations[pairSizeAnnotation] {
 				// Wanted, or still waiting with no word yet (a new leader).
@@ -260,19 +217,11 @@ func (p *pairPods) sync(ctx context.Context, key pairKey) error {
 }
 
 func (p *pairPods) delete(ctx context.Context, pod *v1.Pod) error {
-	err := p.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: ptr.To[int64](0),
-		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
-	})
-	switch {
-	case err == nil:
+	deleted, err := deleteNow(ctx, p.client, pod)
+	if deleted {
 		metrics.PairPods.WithLabelValues(metrics.PairPodDeleted).Inc()
-		return nil
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return nil // gone already, or another pod of that name now
-	default:
-		return err
 	}
+	return err
 }
 
 // sweep deletes pair pods whose runner is bound or gone (a restart or a
@@ -297,48 +246,44 @@ func (p *pairPods) sweep() {
 
 // pairPodFor builds the pair pod of runner: requests of the runner and its
 // reservation (workflow pod and step headroom), placed like the runner.
-func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []config.HostPort) *v1.Pod {
+func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []config.HostPort, image string) *v1.Pod {
 	total := runnerRequest.add(workflow)
-	requests := v1.ResourceList{}
-	if total.MilliCPU > 0 {
-		requests[v1.ResourceCPU] = *resource.NewMilliQuantity(total.MilliCPU, resource.DecimalSI)
+	total.Pods = 0
+	requests := total.toList()
+	pod := holdingPod(runner, "pair", image, requests, ports)
+	pod.Name = suffixedName(runner.Name, pairPodSuffix)
+	pod.Labels = map[string]string{PairPodLabel: "true"}
+	pod.Annotations = map[string]string{PairOfAnnotation: runner.Name, pairSizeAnnotation: amountFromList(requests).String()}
+	pod.Spec.NodeSelector = runner.Spec.NodeSelector
+	if runner.Spec.Affinity != nil && runner.Spec.Affinity.NodeAffinity != nil {
+		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: runner.Spec.Affinity.NodeAffinity.DeepCopy()}
 	}
-	if total.Memory > 0 {
-		requests[v1.ResourceMemory] = *resource.NewQuantity(total.Memory, resource.BinarySI)
-	}
-	if total.EphemeralStorage > 0 {
-		requests[v1.ResourceEphemeralStorage] = *resource.NewQuantity(total.EphemeralStorage, resource.BinarySI)
-	}
-	for name, v := range total.Scalar {
-		if v > 0 {
-			requests[name] = *resource.NewQuantity(v, resource.DecimalSI)
-		}
-	}
-	container := v1.Container{
-		Name:  "pair",
-		Image: pairPodImage,
-		// Limits equal to the requests: extended resources and hugepages
-		// need them, and a LimitRange's default limit below the request
-		// would make the pod invalid. It never runs.
+	return pod
+}
+
+// holdingPod is the pod that stands for room on behalf of runner (a pair
+// pod or a placeholder): one pause container requesting requests (limits
+// the same: extended resources and hugepages need them, and a LimitRange's
+// default limit below the request would make the pod invalid) and the host
+// ports, the runner's priority class and tolerations, owned by the runner,
+// non-root, no service account token.
+func holdingPod(runner *v1.Pod, container, image string, requests v1.ResourceList, ports []config.HostPort) *v1.Pod {
+	c := v1.Container{
+		Name:      container,
+		Image:     image,
 		Resources: v1.ResourceRequirements{Requests: requests, Limits: requests.DeepCopy()},
 		SecurityContext: &v1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
 			Capabilities:             &v1.Capabilities{Drop: []v1.Capability{"ALL"}},
 		},
 	}
 	for _, p := range ports {
-		container.Ports = append(container.Ports, v1.ContainerPort{ContainerPort: p.Port, HostPort: p.Port, Protocol: p.Protocol})
-	}
-	var affinity *v1.Affinity
-	if runner.Spec.Affinity != nil && runner.Spec.Affinity.NodeAffinity != nil {
-		affinity = &v1.Affinity{NodeAffinity: runner.Spec.Affinity.NodeAffinity.DeepCopy()}
+		c.Ports = append(c.Ports, v1.ContainerPort{ContainerPort: p.Port, HostPort: p.Port, Protocol: p.Protocol})
 	}
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        suffixedName(runner.Name, pairPodSuffix),
-			Namespace:   runner.Namespace,
-			Labels:      map[string]string{PairPodLabel: "true"},
-			Annotations: map[string]string{PairOfAnnotation: runner.Name, pairSizeAnnotation: amountFromList(requests).String()},
+			Namespace: runner.Namespace,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Pod", Name: runner.Name, UID: runner.UID,
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false),
@@ -347,10 +292,8 @@ func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []config.H
 		Spec: v1.PodSpec{
 			SchedulerName:                 runner.Spec.SchedulerName,
 			PriorityClassName:             runner.Spec.PriorityClassName,
-			NodeSelector:                  runner.Spec.NodeSelector,
-			Affinity:                      affinity,
 			Tolerations:                   runner.Spec.Tolerations,
-			Containers:                    []v1.Container{container},
+			Containers:                    []v1.Container{c},
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](0),

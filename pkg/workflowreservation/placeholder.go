@@ -1,10 +1,24 @@
 package workflowreservation
 
 import (
+	"context"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
 // Placeholder pods (reservationMode: Pods). A held reservation is also a pod
@@ -55,4 +69,289 @@ func IsPlaceholder(pod *v1.Pod) bool {
 // incarnation runner.
 func IsPlaceholderOf(pod, runner *v1.Pod) bool {
 	return IsPlaceholder(pod) && pod.Namespace == runner.Namespace && metav1.GetControllerOf(pod).UID == runner.UID
+}
+
+// placeholderSizeAnnotation on a placeholder is the size it was created
+// for: admission may change its requests, and it must not be recreated for
+// that.
+const placeholderSizeAnnotation = "tandem.dev/placeholder-size"
+
+// Annotations that keep cluster autoscalers from removing a node for the
+// room a placeholder holds.
+const (
+	safeToEvictAnnotation  = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	doNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
+)
+
+// placeholderIndex indexes placeholders by "<namespace>/<runner>".
+const placeholderIndex = "tandem.dev/placeholder-of"
+
+// lostRecheck is how long a placeholder deleted by someone else waits
+// before it is recreated: tandem-webhook deletes it just before the
+// workflow pod is stored, and the informer may show the delete first.
+const lostRecheck = 2 * time.Second
+
+func indexPlaceholder(obj any) ([]string, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || !IsPlaceholder(pod) {
+		return nil, nil
+	}
+	return []string{pod.Namespace + "/" + pod.Annotations[PlaceholderOfAnnotation]}, nil
+}
+
+// placeholders keeps each bound runner's placeholder in step with its
+// reservation: one while the reservation waits for its workflow pod, none
+// once the workflow pod exists or the runner is gone. A worker on the
+// leader creates and deletes them; want says what a runner should have.
+type placeholders struct {
+	client   clientset.Interface
+	indexer  cache.Indexer
+	recorder func(pod *v1.Pod, eventType, reason, note string)
+	want     func(key pairKey) (runner, placeholder *v1.Pod)
+	leaderQueue
+	// recheck is lostRecheck (shorter in tests).
+	recheck time.Duration
+	// enabled is set once a profile holds reservations with pods.
+	enabled atomic.Bool
+
+	mu sync.Mutex
+	// deleting holds the placeholders this worker deleted (by UID): the
+	// delete events of the others are losses.
+	deleting map[types.UID]bool
+	// lost holds, by runner UID, when its placeholder was seen deleted by
+	// someone else.
+	lost map[types.UID]time.Time
+	// warned holds the runners told once that a placeholder cannot be
+	// created or was lost.
+	warned map[types.UID]bool
+}
+
+func newPlaceholders(client clientset.Interface, indexer cache.Indexer, leader *leadership.Leadership,
+	recorder func(*v1.Pod, string, string, string), want func(pairKey) (*v1.Pod, *v1.Pod)) *placeholders {
+	return &placeholders{
+		client: client, indexer: indexer, recorder: recorder, want: want,
+		leaderQueue: newLeaderQueue("tandem-placeholders", "placeholder", leader),
+		recheck:     lostRecheck,
+		deleting:    map[types.UID]bool{},
+		lost:        map[types.UID]time.Time{},
+		warned:      map[types.UID]bool{},
+	}
+}
+
+// enable turns the worker on if mode holds reservations with pods.
+func (p *placeholders) enable(mode string) {
+	if p != nil && mode == config.ReservationModePods {
+		p.enabled.Store(true)
+	}
+}
+
+// check has the worker look at the placeholder of the runner incarnation.
+func (p *placeholders) check(namespace, runner string, uid types.UID) {
+	if p == nil || uid == "" || !p.enabled.Load() || !p.leader.IsLeader() {
+		return
+	}
+	p.queue.Add(pairKey{namespace: namespace, name: runner, uid: uid})
+}
+
+// observed has the worker look at a placeholder the informer shows.
+func (p *placeholders) observed(pod *v1.Pod) {
+	if p == nil || !IsPlaceholder(pod) {
+		return
+	}
+	p.check(pod.Namespace, pod.Annotations[PlaceholderOfAnnotation], metav1.GetControllerOf(pod).UID)
+}
+
+// gone notes a placeholder deleted: by this worker, or lost (evicted,
+// preempted by another scheduler, rejected by the kubelet, deleted by
+// tandem-webhook for its workflow pod).
+func (p *placeholders) gone(pod *v1.Pod) {
+	if p == nil || !IsPlaceholder(pod) {
+		return
+	}
+	owner := metav1.GetControllerOf(pod).UID
+	p.mu.Lock()
+	if p.deleting[pod.UID] {
+		delete(p.deleting, pod.UID)
+	} else if _, ok := p.lost[owner]; !ok {
+		p.lost[owner] = time.Now()
+	}
+	p.mu.Unlock()
+	p.observed(pod)
+}
+
+// of returns the placeholder of the runner incarnation the informer shows,
+// if any.
+func (p *placeholders) of(runner types.NamespacedName, uid types.UID) *v1.Pod {
+	if p == nil {
+		return nil
+	}
+	objs, err := p.indexer.ByIndex(placeholderIndex, runner.Namespace+"/"+runner.Name)
+	if err != nil {
+		return nil
+	}
+	for _, o := range objs {
+		if pod, ok := o.(*v1.Pod); ok && IsPlaceholder(pod) && metav1.GetControllerOf(pod).UID == uid {
+			return pod
+		}
+	}
+	return nil
+}
+
+func (p *placeholders) firstWarning(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.warned[uid] {
+		return false
+	}
+	p.warned[uid] = true
+	return true
+}
+
+// run works the queue while this replica leads.
+func (p *placeholders) run(ctx context.Context) { p.work(ctx, p.sync) }
+
+// sync makes the runner's placeholders what want says: one of the wanted
+// size on the runner's node, or none.
+func (p *placeholders) sync(ctx context.Context, key pairKey) error {
+	logger := klog.FromContext(ctx)
+	runner, want := p.want(key)
+	pods, err := keyedPods(p.indexer, placeholderIndex, IsPlaceholder, key, runner)
+	if err != nil {
+		return err
+	}
+	have := false
+	for _, pod := range pods {
+		owner := metav1.GetControllerOf(pod).UID
+		if want != nil && owner == key.uid && pod.DeletionTimestamp == nil &&
+			pod.Spec.NodeName == want.Spec.NodeName && pod.Annotations[placeholderSizeAnnotation] == want.Annotations[placeholderSizeAnnotation] {
+			have = true
+			continue
+		}
+		if err := p.delete(ctx, pod); err != nil {
+			return err
+		}
+		logger.V(2).Info("Deleted placeholder", "pod", klog.KObj(pod), "runner", klog.KRef(key.namespace, key.name), "wanted", want != nil)
+	}
+	p.mu.Lock()
+	lostAt, lost := p.lost[key.uid]
+	if want == nil || have {
+		delete(p.lost, key.uid)
+	}
+	p.mu.Unlock()
+	if want == nil || have {
+		return nil
+	}
+	if lost {
+		if wait := p.recheck - time.Since(lostAt); wait > 0 {
+			p.queue.AddAfter(key, wait) // the workflow pod may be on its way
+			return nil
+		}
+		p.mu.Lock()
+		delete(p.lost, key.uid)
+		p.mu.Unlock()
+		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderLost).Inc()
+		logger.Info("Placeholder was removed by someone else; recreating it", "runner", klog.KObj(runner), "pod", klog.KRef(want.Namespace, want.Name), "node", want.Spec.NodeName)
+		if p.firstWarning(key.uid) {
+			p.recorder(runner, v1.EventTypeWarning, ReasonPlaceholderLost, truncate(fmt.Sprintf(
+				"Placeholder %s holding the workflow pod's room on node %s was removed by someone else (evicted, preempted or rejected by the kubelet); recreating it. Until it runs, other schedulers and the kubelet may take the room",
+				want.Name, want.Spec.NodeName)))
+		}
+	}
+	if _, err := p.client.CoreV1().Pods(key.namespace).Create(ctx, want, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return err // one the informer has not shown yet: look again
+		}
+		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderFailed).Inc()
+		if p.firstWarning(key.uid) {
+			p.recorder(runner, v1.EventTypeWarning, ReasonPlaceholderFailed, truncate(fmt.Sprintf(
+				"Cannot create placeholder %s on node %s: %v; the reservation holds the room for tandem only", want.Name, want.Spec.NodeName, err)))
+		}
+		return err
+	}
+	metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderCreated).Inc()
+	logger.V(2).Info("Created placeholder", "pod", klog.KRef(want.Namespace, want.Name), "runner", klog.KObj(runner), "node", want.Spec.NodeName, "requests", want.Annotations[placeholderSizeAnnotation])
+	return nil
+}
+
+func (p *placeholders) delete(ctx context.Context, pod *v1.Pod) error {
+	p.mu.Lock()
+	p.deleting[pod.UID] = true
+	p.mu.Unlock()
+	deleted, err := deleteNow(ctx, p.client, pod)
+	if deleted {
+		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderDeleted).Inc()
+	}
+	if err != nil {
+		p.mu.Lock()
+		delete(p.deleting, pod.UID)
+		p.mu.Unlock()
+	}
+	return err
+}
+
+// sweep has the worker look at every placeholder and every reservation: a
+// restart or a failover lost the handlers' word. The reconciler calls it.
+func (p *placeholders) sweep(rs []reservation) {
+	if p == nil || !p.enabled.Load() || !p.leader.IsLeader() {
+		return
+	}
+	for _, r := range rs {
+		p.check(r.runner.Namespace, r.runner.Name, r.runnerUID)
+	}
+	for _, o := range p.indexer.List() {
+		if pod, ok := o.(*v1.Pod); ok && IsPlaceholder(pod) {
+			p.observed(pod)
+		}
+	}
+}
+
+// wantPlaceholder is the placeholder the runner incarnation should have, and
+// the runner pod: one while its profile holds reservations with pods, the
+// runner is bound and its reservation waits for a workflow pod.
+func (pl *WorkflowReservation) wantPlaceholder(key pairKey) (*v1.Pod, *v1.Pod) {
+	runner, err := pl.pods.Pods(key.namespace).Get(key.name)
+	if err != nil || runner.UID != key.uid {
+		return nil, nil
+	}
+	if runner.Spec.NodeName == "" || runner.DeletionTimestamp != nil || isTerminal(runner) {
+		return runner, nil
+	}
+	owner := pl.sh.profileOf(runner)
+	if owner == nil || owner.reservationMode != config.ReservationModePods {
+		return runner, nil
+	}
+	nn := types.NamespacedName{Namespace: key.namespace, Name: key.name}
+	r, ok := pl.store.get(nn)
+	if !ok || r.runnerUID != key.uid || r.done || r.claimedBy != "" || r.node != runner.Spec.NodeName {
+		return runner, nil
+	}
+	for _, wf := range pl.workflowPods(nn) {
+		if r.owns(wf) && !isTerminal(wf) {
+			return runner, nil // it takes the room: the placeholder yields
+		}
+	}
+	hold, ports := r.holds(runnerPods{})
+	hold.Pods = 0
+	if hold.isZero() {
+		return runner, nil
+	}
+	return runner, placeholderFor(runner, r.node, hold, ports, owner.placeholderImage)
+}
+
+// placeholderFor builds the placeholder of runner on node: it requests what
+// the reservation holds and its host ports, with the runner's priority and
+// tolerations.
+func placeholderFor(runner *v1.Pod, node string, hold amount, ports []config.HostPort, image string) *v1.Pod {
+	requests := hold.toList()
+	pod := holdingPod(runner, "hold", image, requests, ports)
+	pod.Name = PlaceholderName(runner.Name)
+	pod.Labels = map[string]string{PlaceholderLabel: "true"}
+	pod.Annotations = map[string]string{
+		PlaceholderOfAnnotation:   runner.Name,
+		placeholderSizeAnnotation: amountFromList(requests).String(),
+		safeToEvictAnnotation:     "false",
+		doNotDisruptAnnotation:    "true",
+	}
+	pod.Spec.NodeName = node
+	return pod
 }

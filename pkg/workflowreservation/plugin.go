@@ -61,6 +61,9 @@ const (
 	// DefaultNoWorkflowPodGrace is how long after its job started a
 	// reservation waits for its workflow pod.
 	DefaultNoWorkflowPodGrace = 2 * time.Minute
+	// defaultPlaceholderImage is the image of placeholder and pair pods
+	// for args built in code.
+	defaultPlaceholderImage = "pause:3.10"
 )
 
 var (
@@ -97,6 +100,11 @@ type WorkflowReservation struct {
 	reconciled chan struct{}
 	// pairPods: a runner waiting for pair room gets a pair pod.
 	pairPods bool
+	// reservationMode: with Pods, a bound runner's reservation is also a
+	// placeholder pod on its node.
+	reservationMode string
+	// placeholderImage is the image of placeholder and pair pods.
+	placeholderImage string
 }
 
 // New initializes a plugin that leads always and shares its reservations
@@ -138,6 +146,14 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		noWorkflowPodGrace: DefaultNoWorkflowPodGrace,
 		reconciled:         make(chan struct{}),
 		pairPods:           args.PairPods,
+		reservationMode:    args.ReservationMode,
+		placeholderImage:   args.PlaceholderImage,
+	}
+	if pl.reservationMode == "" {
+		pl.reservationMode = config.ReservationModeMemory
+	}
+	if pl.placeholderImage == "" {
+		pl.placeholderImage = defaultPlaceholderImage
 	}
 	if args.ScoringStrategy != nil {
 		pl.scoring = *args.ScoringStrategy
@@ -173,6 +189,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	pl.jobs = informers.Batch().V1().Jobs().Lister()
 	if !first {
 		pl.synced, pl.reconciled = sh.feeder.synced, sh.feeder.reconciled
+		sh.holds.enable(pl.reservationMode)
 		return pl, nil
 	}
 	logger := klog.FromContext(ctx)
@@ -184,6 +201,13 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	sh.pairs = newPairPods(h.ClientSet(), pl.pods, informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
 		func(pod *v1.Pod, eventType, reason, note string) { pl.event(pod, eventType, reason, "PairPod", note) })
 	go sh.pairs.run(ctx)
+	sh.holds = newPlaceholders(h.ClientSet(), informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
+		func(pod *v1.Pod, eventType, reason, note string) {
+			pl.event(pod, eventType, reason, "Placeholder", note)
+		},
+		pl.wantPlaceholder)
+	sh.holds.enable(pl.reservationMode)
+	go sh.holds.run(ctx)
 	go pl.runReconciler(ctx)
 	go pl.speakWhenLeading(ctx)
 	go pl.watchJobs(ctx)
@@ -435,7 +459,7 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 		if s.kind == kindRunner && pl.pairPods {
 			// Some node turned the runner away for its workflow pod only:
 			// an autoscaler would judge the runner schedulable there.
-			pl.sh.pairs.ask(pod, pairPodFor(pod, s.request, s.workflow, append(append([]config.HostPort(nil), s.hostPorts...), s.ports...)))
+			pl.sh.pairs.ask(pod, pairPodFor(pod, s.request, s.workflow, append(append([]config.HostPort(nil), s.hostPorts...), s.ports...), pl.placeholderImage))
 		}
 	}
 	logger := klog.FromContext(ctx)
@@ -446,6 +470,16 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 			"runner %s needs %s and its workflow pod %s (from %s); no node has room for both",
 			klog.KObj(pod), s.request, s.workflow, s.source))
 	case kindWorkflow:
+		if hold := pl.sh.holds.of(s.runner, s.own.runnerUID); hold != nil {
+			// The stock Fit counts the placeholder: it is being deleted
+			// (tandem-webhook, or the worker nudged here), and its delete
+			// requeues the pod.
+			pl.sh.holds.check(s.runner.Namespace, s.runner.Name, s.own.runnerUID)
+			logger.V(4).Info("Workflow pod waits for its runner's placeholder to yield", "pod", klog.KObj(pod), "runner", s.runner, "placeholder", klog.KObj(hold))
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
+				"workflow pod of runner %s waits for placeholder %s, which holds its room on node %s, to be deleted",
+				s.runner, hold.Name, s.own.node))
+		}
 		logger.V(4).Info("Workflow pod does not fit beside its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", s.own.node, "request", s.request.String(), "reserved", s.own.size.String())
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"workflow pod of runner %s needs %s; its reservation on node %s holds %s and the node has too little free room for the difference",

@@ -39,6 +39,9 @@ func (pl *WorkflowReservation) reconcile(ctx context.Context) {
 	}
 	pl.recoverUnrecorded(logger)
 	pl.sh.pairs.sweep()
+	if pl.sh.holds != nil {
+		pl.sh.holds.sweep(pl.store.list())
+	}
 	if freed {
 		// No cluster event announces these releases.
 		pl.activateAllWaiting(logger)

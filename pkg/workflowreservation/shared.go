@@ -43,6 +43,9 @@ type shared struct {
 	heldCache heldCache
 	// pairs keeps the pair pods of waiting runners (nil without informers).
 	pairs *pairPods
+	// holds keeps the placeholders of bound runners (nil without
+	// informers).
+	holds *placeholders
 	// warned holds, per pod, the reasons of the Warning events PreFilter
 	// already sent it that every retry would repeat.
 	warned map[types.UID]map[string]bool

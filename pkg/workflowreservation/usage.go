@@ -21,7 +21,10 @@ import (
 //   - once the workflow pod is there: the step headroom, less what the
 //     workflow pod takes beyond the workflow part, less the requests of the
 //     runner's step pods running there; its host ports are the pod's own;
-//   - once the workflow pod is gone, or ran elsewhere: nothing.
+//   - once the workflow pod is gone, or ran elsewhere: nothing;
+//   - less, at any time, what the runner's placeholder (reservationMode:
+//     Pods) requests on the node: that pod's requests are the node's
+//     already, and its host ports are its own.
 //
 // So a hand-over has neither a gap nor a double count, whichever of the
 // scheduler and the plugin's handler saw the pod first.
@@ -31,6 +34,9 @@ type runnerPods struct {
 	workflow    bool
 	workflowReq amount
 	steps       amount
+	// placeholder is what the runner's placeholder pods there request.
+	placeholder    amount
+	hasPlaceholder bool
 }
 
 // heldRoom is what the reservations on a node hold against a pod.
@@ -41,6 +47,14 @@ type heldRoom struct {
 
 // holds returns what r still holds, given its runner's pods on the node.
 func (r *reservation) holds(on runnerPods) (amount, []config.HostPort) {
+	a, ports := r.holdsWithoutPlaceholder(on)
+	if !on.hasPlaceholder {
+		return a, ports
+	}
+	return a.sub(on.placeholder).atLeastZero(), nil
+}
+
+func (r *reservation) holdsWithoutPlaceholder(on runnerPods) (amount, []config.HostPort) {
 	switch {
 	case r.done:
 		return amount{}, nil
@@ -94,6 +108,8 @@ func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) he
 				continue
 			}
 			if own && r.runnerUID == s.own.runnerUID {
+				// Its placeholder yields to it: that room is its own too.
+				out.amount = out.amount.sub(on[i].placeholder)
 				continue
 			}
 			a, ports := r.holds(on[i])
@@ -176,6 +192,14 @@ func (pl *WorkflowReservation) runnerPodsOn(rs []*reservation, nodeInfo fwk.Node
 	clear(on)
 	for _, pi := range nodeInfo.GetPods() {
 		p := pi.GetPod()
+		if IsPlaceholder(p) {
+			i := find(rs, p.Namespace, p.Annotations[PlaceholderOfAnnotation])
+			if i >= 0 && metav1.GetControllerOf(p).UID == rs[i].runnerUID {
+				on[i].placeholder = on[i].placeholder.add(amountOfPodInfo(pi))
+				on[i].hasPlaceholder = true
+			}
+			continue
+		}
 		name, viaJob := pl.runnerNameOf(p)
 		if name == "" {
 			continue

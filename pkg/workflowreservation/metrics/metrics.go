@@ -21,6 +21,16 @@ const (
 	ReleaseNoWorkflowPod  = "no_workflow_pod"
 )
 
+// PlaceholderLost is the action of a placeholder removed by someone else.
+const PlaceholderLost = "lost"
+
+// Placeholder pod actions shared with pair pods.
+const (
+	PlaceholderCreated = PairPodCreated
+	PlaceholderDeleted = PairPodDeleted
+	PlaceholderFailed  = PairPodFailed
+)
+
 // Pair pod actions.
 const (
 	PairPodCreated = "created"
@@ -99,12 +109,26 @@ var (
 		[]string{"action"},
 	)
 
+	// PlaceholderPods counts the placeholder pods that hold reservations on
+	// their nodes (reservationMode: Pods): created, deleted (the workflow
+	// pod came, the runner went), failed to create, and lost (removed by
+	// someone else: evicted, preempted, rejected by the kubelet).
+	PlaceholderPods = metrics.NewCounterVec(
+		&metrics.CounterOpts{
+			Subsystem:      Subsystem,
+			Name:           "placeholder_pods_total",
+			Help:           "Number of placeholder pods holding workflow reservations created, deleted, failed to create, and lost to someone else.",
+			StabilityLevel: metrics.ALPHA,
+		},
+		[]string{"action"},
+	)
+
 	registerOnce sync.Once
 )
 
 // Register registers the metrics once per process.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(Reservations, ReservedResources, ClaimDuration, Releases, Repairs, PairPods)
+		legacyregistry.MustRegister(Reservations, ReservedResources, ClaimDuration, Releases, Repairs, PairPods, PlaceholderPods)
 	})
 }

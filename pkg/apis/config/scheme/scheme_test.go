@@ -37,6 +37,8 @@ func defaultArgs() *config.WorkflowReservationArgs {
 		ReconcileInterval:  metav1.Duration{Duration: time.Minute},
 		NoWorkflowPodGrace: metav1.Duration{Duration: 2 * time.Minute},
 		PairPods:           true,
+		ReservationMode:    "Memory",
+		PlaceholderImage:   "pause:3.10",
 	}
 }
 
@@ -116,6 +118,8 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
       defaultHostPorts: ["6379", "53/UDP"]
       noWorkflowPodGrace: 45s
       pairPods: false
+      reservationMode: Pods
+      placeholderImage: mirror.example/pause:3.10
 `),
 			wantArgs: &config.WorkflowReservationArgs{
 				RunnerSelector: &metav1.LabelSelector{
@@ -140,6 +144,8 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
 				DefaultHostPorts:             []string{"6379", "53/UDP"},
 				NoWorkflowPodGrace:           metav1.Duration{Duration: 45 * time.Second},
 				PairPods:                     false,
+				ReservationMode:              "Pods",
+				PlaceholderImage:             "mirror.example/pause:3.10",
 			},
 		},
 		"some args, others defaulted": {

@@ -44,6 +44,8 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				StepRequestsFromHookTemplate: ptr.To(false),
 				NoWorkflowPodGrace:           &metav1.Duration{Duration: 2 * time.Minute},
 				PairPods:                     ptr.To(true),
+				ReservationMode:              ptr.To("Memory"),
+				PlaceholderImage:             ptr.To("pause:3.10"),
 			},
 		},
 		"set fields are kept": {
@@ -53,6 +55,8 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				DefaultWorkflowRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 				ReconcileInterval:       &metav1.Duration{Duration: 5 * time.Minute},
 				PairPods:                ptr.To(false),
+				ReservationMode:         ptr.To("Pods"),
+				PlaceholderImage:        ptr.To("example/pause:3.10"),
 			},
 			want: &WorkflowReservationArgs{
 				RunnerSelector:               customSelector,
@@ -63,6 +67,8 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				StepRequestsFromHookTemplate: ptr.To(false),
 				NoWorkflowPodGrace:           &metav1.Duration{Duration: 2 * time.Minute},
 				PairPods:                     ptr.To(false),
+				ReservationMode:              ptr.To("Pods"),
+				PlaceholderImage:             ptr.To("example/pause:3.10"),
 			},
 		},
 	}

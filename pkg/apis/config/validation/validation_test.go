@@ -61,6 +61,14 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 				field.Invalid(field.NewPath("args", "reconcileInterval"), "500ms", ""),
 			},
 		},
+		"reservation mode": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.ReservationMode = "Placeholders"
+			},
+			wantErrs: field.ErrorList{
+				field.NotSupported(field.NewPath("args", "reservationMode"), "Placeholders", []string{"Memory", "Pods"}),
+			},
+		},
 		"host ports": {
 			modify: func(args *config.WorkflowReservationArgs) {
 				args.DefaultHostPorts = []string{"6379", "53/udp", "0", "6379/TCP", "80/HTTP"}

@@ -1,0 +1,171 @@
+package workflowreservation
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+)
+
+func podsModeArgs() *config.WorkflowReservationArgs {
+	a := defaultArgs()
+	a.ReservationMode = config.ReservationModePods
+	return a
+}
+
+// placeholderOf builds runner's placeholder holding cpu on n1, as the worker
+// would.
+func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
+	p := placeholderFor(runner, "n1", amountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), nil, defaultPlaceholderImage)
+	p.UID = types.UID(p.Name)
+	return p
+}
+
+// A placeholder's requests are the node's already: the reservation it holds
+// must not be counted a second time, or every node with a placeholder would
+// look fuller than it is. A pod that only pretends to be a runner's
+// placeholder (another owner) holds nothing of the reservation, and the
+// runner's own workflow pod may use what its placeholder holds.
+func TestPlaceholderCountsOnce(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	node := st.MakeNode().Name("n1").Capacity(units("3")).Obj()
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	pl.onPod(klogger(t), runner)
+
+	other := st.MakePod().Namespace("arc").Name("other").UID("other").Req(units("1")).Obj()
+	forged := placeholderOf(runner, "1")
+	forged.OwnerReferences[0].UID = "someone-else"
+	wf := workflowPod("r1").Req(units("2")).Obj()
+	tests := map[string]struct {
+		pod     *v1.Pod
+		onNode  []*v1.Pod
+		wantFit bool
+	}{
+		"without a placeholder the reservation holds its room": {
+			pod: other, onNode: []*v1.Pod{runner, st.MakePod().Name("filler").UID("filler").Req(units("1")).Obj()}, wantFit: false,
+		},
+		"with its placeholder there the room is counted once": {
+			pod: other, onNode: []*v1.Pod{runner, placeholderOf(runner, "1")}, wantFit: true,
+		},
+		"a placeholder of another owner holds none of it": {
+			pod: other, onNode: []*v1.Pod{runner, forged}, wantFit: false,
+		},
+		"the runner's workflow pod may use its placeholder's room": {
+			pod: wf, onNode: []*v1.Pod{runner, placeholderOf(runner, "1")}, wantFit: true,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cs := framework.NewCycleState()
+			if _, status := pl.PreFilter(ctx, cs, tc.pod, nil); !status.IsSuccess() {
+				t.Fatalf("PreFilter: %v", status)
+			}
+			status := pl.Filter(ctx, cs, tc.pod, nodeInfo(node, tc.onNode...))
+			if status.IsSuccess() != tc.wantFit {
+				t.Errorf("Filter = %v, want fit %v", status, tc.wantFit)
+			}
+		})
+	}
+}
+
+// In reservationMode Pods a bound runner's reservation gets a placeholder on
+// its node, of the reservation's size, with the runner's priority and
+// tolerations, owned by it and kept from autoscalers' disruption; the
+// placeholder goes the moment the runner's workflow pod is created.
+func TestPlaceholderLifecycle(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Toleration("ci").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner.Spec.PriorityClassName = "ci-high"
+	_, h := newTestPlugin(t, podsModeArgs(), true, runner)
+
+	hold := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
+	if !IsPlaceholderOf(hold, runner) {
+		t.Fatalf("r1-hold is not r1's placeholder: %+v", hold.ObjectMeta)
+	}
+	if got, want := hold.Spec.Containers[0].Resources.Requests[v1.ResourceCPU], resource.MustParse("1"); got.Cmp(want) != 0 {
+		t.Errorf("placeholder requests cpu %s, want the reservation's %s", got.String(), want.String())
+	}
+	if _, ok := hold.Spec.Containers[0].Resources.Requests[v1.ResourcePods]; ok {
+		t.Errorf("placeholder requests %q: not a container resource", v1.ResourcePods)
+	}
+	if hold.Spec.NodeName != "n1" || hold.Spec.PriorityClassName != "ci-high" || len(hold.Spec.Tolerations) != 1 {
+		t.Errorf("placeholder not on the runner's node with its priority and tolerations: %+v", hold.Spec)
+	}
+	if hold.Annotations[safeToEvictAnnotation] != "false" || hold.Annotations[doNotDisruptAnnotation] != "true" {
+		t.Errorf("placeholder annotations %v: autoscalers may remove its node", hold.Annotations)
+	}
+	if sc := hold.Spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
+		hold.Spec.AutomountServiceAccountToken == nil || *hold.Spec.AutomountServiceAccountToken {
+		t.Errorf("placeholder runs as root or with a service account token: %+v", hold.Spec)
+	}
+
+	wf := workflowPod("r1").Node("n1").Obj()
+	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, wf, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p == nil })
+}
+
+// The current mode keeps reservations in memory: no placeholder is wanted.
+func TestNoPlaceholderInMemoryMode(t *testing.T) {
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	for mode, want := range map[string]bool{config.ReservationModeMemory: false, config.ReservationModePods: true} {
+		t.Run(mode, func(t *testing.T) {
+			args := defaultArgs()
+			args.ReservationMode = mode
+			pl, _ := newTestPlugin(t, args, true, runner)
+			_, hold := pl.wantPlaceholder(pairKey{namespace: "arc", name: "r1", uid: runner.UID})
+			if (hold != nil) != want {
+				t.Errorf("placeholder wanted = %v, want %v", hold != nil, want)
+			}
+		})
+	}
+}
+
+// A placeholder removed by someone else (evicted, preempted, rejected by
+// the kubelet) while its reservation still waits is recreated, and the
+// runner is told once.
+func TestLostPlaceholderIsRecreated(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
+	pl.sh.holds.recheck = 10 * time.Millisecond
+
+	first := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
+	if err := h.client.CoreV1().Pods("arc").Delete(ctx, first.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The fake clientset sets no UIDs or resource versions: count creates.
+	creates := func() int {
+		n := 0
+		for _, a := range h.client.Actions() {
+			if c, ok := a.(clienttesting.CreateAction); ok && a.GetResource().Resource == "pods" {
+				if p, ok := c.GetObject().(*v1.Pod); ok && p.Name == "r1-hold" {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil && creates() == 2 })
+	var lost int
+	for _, e := range drainEvents(h) {
+		if strings.Contains(e, ReasonPlaceholderLost) {
+			lost++
+		}
+	}
+	if lost != 1 {
+		t.Errorf("%d %s events, want 1", lost, ReasonPlaceholderLost)
+	}
+}

@@ -1,0 +1,109 @@
+package workflowreservation
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/pkg/leadership"
+)
+
+// leaderQueue is the work queue of a worker that acts for the cluster (pair
+// pods, placeholders): keyed by runner incarnation, worked on the leader
+// only, failed syncs retried with backoff.
+type leaderQueue struct {
+	queue  workqueue.TypedRateLimitingInterface[pairKey]
+	leader *leadership.Leadership
+	// what names the objects synced, for the log.
+	what string
+}
+
+func newLeaderQueue(name, what string, leader *leadership.Leadership) leaderQueue {
+	return leaderQueue{
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[pairKey](),
+			workqueue.TypedRateLimitingQueueConfig[pairKey]{Name: name}),
+		leader: leader,
+		what:   what,
+	}
+}
+
+// work runs sync for the queued keys once this replica leads, until ctx
+// ends.
+func (q leaderQueue) work(ctx context.Context, sync func(context.Context, pairKey) error) {
+	defer q.queue.ShutDown()
+	select {
+	case <-q.leader.Elected():
+	case <-ctx.Done():
+		return
+	}
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		for q.next(ctx, sync) {
+		}
+	}, time.Second)
+	<-ctx.Done()
+}
+
+func (q leaderQueue) next(ctx context.Context, sync func(context.Context, pairKey) error) bool {
+	key, quit := q.queue.Get()
+	if quit {
+		return false
+	}
+	defer q.queue.Done(key)
+	if err := sync(ctx, key); err != nil {
+		klog.FromContext(ctx).V(2).Info("Syncing a runner's "+q.what+" failed; retrying", "runner", klog.KRef(key.namespace, key.name), "err", err)
+		q.queue.AddRateLimited(key)
+		return true
+	}
+	q.queue.Forget(key)
+	return true
+}
+
+// keyedPods returns the pods (pair pods or placeholders, told by is) that
+// index lists under key's runner name and that key's sync decides on: all
+// but those of the runner pod's current incarnation, when key is an older
+// one (their own key decides).
+func keyedPods(indexer cache.Indexer, index string, is func(*v1.Pod) bool, key pairKey, current *v1.Pod) ([]*v1.Pod, error) {
+	objs, err := indexer.ByIndex(index, key.namespace+"/"+key.name)
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1.Pod
+	for _, o := range objs {
+		pod, ok := o.(*v1.Pod)
+		if !ok || !is(pod) {
+			continue
+		}
+		if owner := metav1.GetControllerOf(pod).UID; owner != key.uid && current != nil && owner == current.UID {
+			continue
+		}
+		out = append(out, pod)
+	}
+	return out, nil
+}
+
+// deleteNow deletes pod at once (grace 0), only if it is still the same
+// object (its UID); one gone already, or replaced by another of its name,
+// is no error.
+func deleteNow(ctx context.Context, client clientset.Interface, pod *v1.Pod) (deleted bool, err error) {
+	err = client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return false, nil
+	default:
+		return false, err
+	}
+}
