@@ -177,6 +177,15 @@ func (r *Run) SetAutoscale(a *Autoscale, lifetimes map[string]Lifetime) {
 			r.Timeline[i].Lifetime = &l
 		}
 	}
+	// The picture's lanes: the scenario's nodes, then the launched ones in
+	// the order they came.
+	sort.SliceStable(r.Timeline, func(i, j int) bool {
+		a, b := r.Timeline[i].Lifetime, r.Timeline[j].Lifetime
+		if a == nil || b == nil {
+			return a == nil && b != nil
+		}
+		return a.From < b.From
+	})
 }
 
 // NewRun sums up a run from its job results and the checker's timelines.

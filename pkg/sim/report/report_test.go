@@ -89,6 +89,9 @@ func TestAutoscaleTableAndPicture(t *testing.T) {
 	run := NewRun("tandem-pods", results, samples, map[string]v1.ResourceList{"static-1": alloc, "kwok-sim-abcde-long-1-x": alloc})
 	run.SetAutoscale(&Autoscale{Launched: 1, BySize: map[string]int{"4": 1}, ScaledDown: true, LastRemovedSeconds: 200, NodeSeconds: 380.04, NodeCPUSeconds: 1520},
 		map[string]Lifetime{"kwok-sim-abcde-long-1-x": {From: sec(20), To: sec(200), Gone: true, Label: "sim-abcde (4 cpu)"}})
+	if got := run.Timeline[0].Node; got != "static-1" {
+		t.Errorf("first lane %s, want the scenario's node static-1 before the launched one", got)
+	}
 	if run.Autoscale.NodeSeconds != 380 {
 		t.Errorf("node-seconds = %v, want 380 (rounded)", run.Autoscale.NodeSeconds)
 	}
