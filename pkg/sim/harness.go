@@ -117,11 +117,15 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	// (hookMode v0.7.0-nodename) bypasses every scheduler; with
 	// reservationMode: Pods the kubelet counts its runner's placeholder
 	// and may reject it (OutOfcpu) unless the placeholder is removed before
-	// the pod is stored. That is tandem-webhook's job (pkg/webhook, built
-	// in another branch): for TandemPods, start it here against cfg and
-	// register its MutatingWebhookConfiguration, before any pod exists.
-	// Until then such a scale set runs without it and the kubelet emulator
-	// decides, as it would in a cluster without the webhook.
+	// the pod is stored. That is tandem-webhook's job (pkg/webhook, on
+	// branch webhook, not merged yet): for TandemPods, start it here with
+	// webhook.StartLocal(ctx, client, ...), register its
+	// ValidatingWebhookConfiguration (Local.Register, which waits until the
+	// apiserver calls it) before any pod exists, and remove the
+	// configuration in Close: it is cluster-wide, and the next run's
+	// scheduler may be another kind. Until then such a scale set runs
+	// without it and the kubelet emulator decides, as it would in a
+	// cluster without the webhook.
 	if k == TandemPods && pinsWithNodeName(sets) {
 		logger.Info("tandem-pods with a nodeName-pinned scale set and no admission webhook: the simulator does not run pkg/webhook yet; the kubelet may reject workflow pods while their placeholder holds the room")
 	}
