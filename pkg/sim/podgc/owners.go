@@ -13,6 +13,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/pkg/sim/retry"
 )
 
 // Owners plays the part of kube-controller-manager's garbage collector for
@@ -20,20 +22,26 @@ import (
 // by their runner pod. When the owner is deleted, or a dependent shows up
 // whose owner is already gone (its create raced the owner's delete), the
 // dependent is deleted, as the garbage collector's background propagation
-// does, once a live GET confirms the owner (that UID) is gone. Other owner
+// does, once a live GET confirms the owner (that UID) is gone; a GET or
+// delete the apiserver does not answer is tried again. Other owner
 // kinds are left alone (the storage emulator collects claims itself).
 type Owners struct {
 	client kubernetes.Interface
 	pods   corelisters.PodLister
+	// writes retries a check or deletion the apiserver did not answer.
+	writes *retry.Queue
 }
 
 // NewOwners returns the collector; Start runs it.
-func NewOwners(client kubernetes.Interface) *Owners { return &Owners{client: client} }
+func NewOwners(client kubernetes.Interface) *Owners {
+	return &Owners{client: client, writes: retry.New(0)}
+}
 
 // Start registers the collector on factory's pod informer; the caller
 // starts the factory.
 func (o *Owners) Start(ctx context.Context, factory informers.SharedInformerFactory) error {
 	o.pods = factory.Core().V1().Pods().Lister()
+	go o.writes.Run(ctx)
 	_, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if pod, ok := obj.(*v1.Pod); ok {
@@ -86,22 +94,25 @@ func (o *Owners) onOwnerGone(ctx context.Context, owner *v1.Pod) {
 	}
 }
 
-// collect deletes dependent once its owner (uid) is confirmed gone.
+// collect deletes dependent once its owner (uid) is confirmed gone,
+// retrying while the apiserver does not answer.
 func (o *Owners) collect(ctx context.Context, dependent *v1.Pod, uid types.UID) {
-	logger := klog.FromContext(ctx)
 	ref := podOwner(dependent)
-	owner, err := o.client.CoreV1().Pods(dependent.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if err == nil && owner.UID == uid {
-		return
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		logger.Error(err, "Garbage collector: checking the owner", "pod", klog.KObj(dependent))
-		return
-	}
-	err = o.client.CoreV1().Pods(dependent.Namespace).Delete(ctx, dependent.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &dependent.UID}})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		logger.Error(err, "Garbage collector: deleting a dependent", "pod", klog.KObj(dependent))
-		return
-	}
-	logger.V(2).Info("Garbage collector deleted a pod whose owner is gone", "pod", klog.KObj(dependent), "owner", ref.Name, "ownerUID", uid)
+	o.writes.Do(ctx, "owner-gc/"+string(dependent.UID), func(ctx context.Context) error {
+		owner, err := o.client.CoreV1().Pods(dependent.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err == nil && owner.UID == uid {
+			return nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		err = o.client.CoreV1().Pods(dependent.Namespace).Delete(ctx, dependent.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &dependent.UID}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		if err == nil {
+			klog.FromContext(ctx).V(2).Info("Garbage collector deleted a pod whose owner is gone", "pod", klog.KObj(dependent), "owner", ref.Name, "ownerUID", uid)
+		}
+		return err
+	})
 }

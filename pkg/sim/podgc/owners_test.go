@@ -2,16 +2,19 @@ package podgc
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 )
@@ -38,6 +41,14 @@ func TestOwners(t *testing.T) {
 	r2 := st.MakePod().Namespace("ns").Name("r2").UID("r2-new").Node("n1").Obj()
 	step := ownedBy("step", "Job", "job", "job")
 	client := fake.NewClientset(runner, hold, stale, r2, step)
+	// The first look at r2's owner finds the apiserver away: tried again.
+	var failed atomic.Bool
+	client.PrependReactor("get", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.(clienttesting.GetAction).GetName() == "r2" && failed.CompareAndSwap(false, true) {
+			return true, nil, apierrors.NewServiceUnavailable("restarting")
+		}
+		return false, nil, nil
+	})
 	factory := informers.NewSharedInformerFactory(client, 0)
 	if err := NewOwners(client).Start(ctx, factory); err != nil {
 		t.Fatal(err)
@@ -55,6 +66,9 @@ func TestOwners(t *testing.T) {
 		}
 	}
 	gone("r2-hold")
+	if !failed.Load() {
+		t.Errorf("the first look at r2 did not fail: the retry was not tested")
+	}
 	if _, err := client.CoreV1().Pods("ns").Get(ctx, "r1-hold", metav1.GetOptions{}); err != nil {
 		t.Fatalf("r1-hold while r1 exists: %v, want it kept", err)
 	}
