@@ -1,5 +1,7 @@
-# tandem-scheduler for those who build images with Docker; `make image` builds
-# the same image without a container runtime (hack/build-image.sh).
+# tandem-scheduler (the entrypoint) and tandem-webhook (the chart's webhook
+# Deployment runs it as its command) for those who build images with Docker;
+# `make image` builds the same image without a container runtime
+# (hack/build-image.sh).
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 \
 #     -t REGISTRY/tandem-scheduler:v0.35.4 --push .
@@ -14,11 +16,14 @@ COPY . .
 # A static binary: the image has no libc.
 RUN bash -c 'source hack/lib/version.sh && \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o /out/tandem-scheduler ./cmd/tandem-scheduler'
+    go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o /out/tandem-scheduler ./cmd/tandem-scheduler && \
+    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o /out/tandem-webhook ./cmd/tandem-webhook'
 
-# No base image, no shell: the binary, and passwd/group for the non-root user.
+# No base image, no shell: the binaries, and passwd/group for the non-root user.
 FROM scratch
 COPY hack/image/rootfs/ /
 COPY --from=build /out/tandem-scheduler /usr/local/bin/tandem-scheduler
+COPY --from=build /out/tandem-webhook /usr/local/bin/tandem-webhook
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/tandem-scheduler"]

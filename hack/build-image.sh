@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds tandem-scheduler's multi-platform OCI image without a container
-# runtime: a static binary (CGO_ENABLED=0) per platform into
-# _output/bin/<os>_<arch>/, then hack/tools/cmd/build-image puts each into a
-# one-layer image FROM scratch (the binary, passwd and group from
-# hack/image/rootfs, user 65532, no shell), writes an OCI layout and checks it.
+# runtime: static binaries (CGO_ENABLED=0) of tandem-scheduler and
+# tandem-webhook per platform into _output/bin/<os>_<arch>/, then
+# hack/tools/cmd/build-image puts them into a one-layer image FROM scratch
+# (the binaries, passwd and group from hack/image/rootfs, user 65532, no
+# shell; the entrypoint is tandem-scheduler, the chart runs
+# /usr/local/bin/tandem-webhook as the webhook's command), writes an OCI
+# layout and checks it.
 #
 #   IMAGE_DIR        OCI layout to write (default _output/image)
 #   IMAGE_PLATFORMS  default "linux/amd64 linux/arm64"
@@ -21,10 +24,13 @@ IMAGE_TAG="${IMAGE_TAG:-v0.${TANDEM_KUBE_VERSION#v1.}}"
 args=()
 for platform in ${IMAGE_PLATFORMS}; do
   os="${platform%/*}" arch="${platform#*/}"
-  out="$(pwd)/_output/bin/${os}_${arch}/tandem-scheduler"
-  echo "building ${out}"
-  CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o "${out}" ./cmd/tandem-scheduler
-  args+=(--binary "${platform}=${out}")
+  for cmd in tandem-scheduler tandem-webhook; do
+    out="$(pwd)/_output/bin/${os}_${arch}/${cmd}"
+    echo "building ${out}"
+    CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o "${out}" "./cmd/${cmd}"
+  done
+  args+=(--binary "${platform}=$(pwd)/_output/bin/${os}_${arch}/tandem-scheduler"
+    --extra "${platform}=/usr/local/bin/tandem-webhook=$(pwd)/_output/bin/${os}_${arch}/tandem-webhook")
 done
 cd hack/tools
 go run ./cmd/build-image --out "${IMAGE_DIR}" --rootfs ../image/rootfs \

@@ -20,6 +20,10 @@ type Profile struct {
 	// Scoring is LeastAllocated (default) or MostAllocated, for
 	// NodeResourcesFit, or for WorkflowReservation's score with Tandem.
 	Scoring string
+	// ReservationMode sets WorkflowReservation's reservationMode; with
+	// "Pods" the profile runs NodeResourcesFit's filter through
+	// WorkflowReservation, as manifests/scheduler-config-pods.yaml does.
+	ReservationMode string
 	// Args are more WorkflowReservation args, as YAML lines at the args
 	// level (e.g. "defaultWorkflowRequests: {cpu: 500m}"); Tandem only.
 	Args []string
@@ -89,6 +93,18 @@ func Config(p Profile) string {
       disabled:
       - name: NodeResourcesFit
 `, plugin)
+		if p.ReservationMode != "" {
+			args = append([]string{"reservationMode: " + p.ReservationMode}, args...)
+		}
+		if p.ReservationMode == "Pods" {
+			b.WriteString(`    preFilter:
+      disabled:
+      - name: NodeResourcesFit
+    filter:
+      disabled:
+      - name: NodeResourcesFit
+`)
+		}
 	}
 	fmt.Fprintf(&b, `  pluginConfig:
   - name: %s

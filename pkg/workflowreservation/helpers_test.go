@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -36,6 +37,37 @@ type fakeHandle struct {
 
 	mu        sync.Mutex
 	activated []string
+	// waiting is the pod waiting at Permit, if any.
+	waiting *fakeWaitingPod
+}
+
+// fakeWaitingPod records the verdict on a pod waiting at Permit.
+type fakeWaitingPod struct {
+	fwk.WaitingPod
+	pod     *v1.Pod
+	verdict chan string
+}
+
+func (w *fakeWaitingPod) GetPod() *v1.Pod          { return w.pod }
+func (w *fakeWaitingPod) Allow(string)             { w.verdict <- "allowed" }
+func (w *fakeWaitingPod) Reject(_, message string) { w.verdict <- "rejected: " + message }
+
+// GetWaitingPod returns the pod the test put at Permit.
+func (h *fakeHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.waiting == nil || h.waiting.pod.UID != uid {
+		return nil
+	}
+	return h.waiting
+}
+
+// wait puts pod at Permit, as the framework does once Permit said Wait.
+func (h *fakeHandle) wait(pod *v1.Pod) *fakeWaitingPod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.waiting = &fakeWaitingPod{pod: pod, verdict: make(chan string, 1)}
+	return h.waiting
 }
 
 func (h *fakeHandle) ClientSet() clientset.Interface                         { return h.client }

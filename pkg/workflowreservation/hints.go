@@ -15,13 +15,26 @@ import (
 // than was held), an assigned pod going (which also releases a runner's
 // reservation) or shrinking, the rejected pod itself asking for less or
 // getting a new workflow size, a node appearing or growing.
-func (pl *WorkflowReservation) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
+func (pl *WorkflowReservation) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
+	events := []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterPodAdded)},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterPodDeleted)},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterPodUpdated)},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterNodeChange)},
-	}, nil
+	}
+	if pl.fit == nil {
+		return events, nil
+	}
+	// The in-tree Fit this plugin runs (reservationMode Pods): its
+	// rejections are this plugin's, and so must be its hints.
+	fitEvents, err := pl.fit.EventsToRegister(ctx)
+	for _, e := range fitEvents {
+		if e.QueueingHintFn != nil {
+			e.QueueingHintFn = exceptPairPods(e.QueueingHintFn)
+		}
+		events = append(events, e)
+	}
+	return events, err
 }
 
 // exceptPairPods never requeues a pair pod: no event makes it schedulable.

@@ -326,24 +326,31 @@ func (pl *WorkflowReservation) wantPlaceholder(key pairKey) (*v1.Pod, *v1.Pod) {
 		return runner, nil
 	}
 	for _, wf := range pl.workflowPods(nn) {
-		if r.owns(wf) && !isTerminal(wf) {
-			return runner, nil // it takes the room: the placeholder yields
+		if !r.owns(wf) || isTerminal(wf) {
+			continue
 		}
+		if wf.Spec.NodeName == "" {
+			if p := pl.sh.profileOf(wf); p != nil && p.handover() {
+				continue // it takes the placeholder's room at Permit
+			}
+		}
+		return runner, nil // it takes the room: the placeholder yields
 	}
-	hold, ports := r.holds(runnerPods{})
+	hold, _ := r.holds(runnerPods{})
 	hold.Pods = 0
 	if hold.isZero() {
 		return runner, nil
 	}
-	return runner, placeholderFor(runner, r.node, hold, ports, owner.placeholderImage)
+	return runner, placeholderFor(runner, r.node, hold, owner.placeholderImage)
 }
 
 // placeholderFor builds the placeholder of runner on node: it requests what
-// the reservation holds and its host ports, with the runner's priority and
-// tolerations.
-func placeholderFor(runner *v1.Pod, node string, hold amount, ports []config.HostPort, image string) *v1.Pod {
+// the reservation holds, with the runner's priority and tolerations. Not its
+// host ports: the stock NodePorts would then keep the workflow pod off the
+// node; tandem's accounting keeps holding them.
+func placeholderFor(runner *v1.Pod, node string, hold amount, image string) *v1.Pod {
 	requests := hold.toList()
-	pod := holdingPod(runner, "hold", image, requests, ports)
+	pod := holdingPod(runner, "hold", image, requests, nil)
 	pod.Name = PlaceholderName(runner.Name)
 	pod.Labels = map[string]string{PlaceholderLabel: "true"}
 	pod.Annotations = map[string]string{

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
@@ -26,7 +27,7 @@ func podsModeArgs() *config.WorkflowReservationArgs {
 // placeholderOf builds runner's placeholder holding cpu on n1, as the worker
 // would.
 func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
-	p := placeholderFor(runner, "n1", amountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), nil, defaultPlaceholderImage)
+	p := placeholderFor(runner, "n1", amountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), defaultPlaceholderImage)
 	p.UID = types.UID(p.Name)
 	return p
 }
@@ -167,5 +168,64 @@ func TestLostPlaceholderIsRecreated(t *testing.T) {
 	}
 	if lost != 1 {
 		t.Errorf("%d %s events, want 1", lost, ReasonPlaceholderLost)
+	}
+}
+
+// A workflow pod scheduled by tandem takes its placeholder's room without a
+// gap: it passes Filter on a node whose only room is its placeholder's (the
+// in-tree Fit runs without it), the placeholder stays while the pod is
+// pending, and at Permit the pod waits until the placeholder is deleted.
+func TestPlaceholderHandoverAtPermit(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	wf := workflowPod("r1").SchedulerName("test").Req(units("1")).Obj()
+	pl, h := newTestPlugin(t, podsModeArgs(), true, runner, wf)
+	hold := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
+	if !pl.handover() {
+		t.Fatal("a Pods profile without the stock NodeResourcesFit does not hand over at Permit")
+	}
+	if _, want := pl.wantPlaceholder(pairKey{namespace: "arc", name: "r1", uid: runner.UID}); want == nil {
+		t.Fatal("the placeholder is not wanted while its workflow pod, scheduled by tandem, is pending")
+	}
+
+	// 2 cpu: the runner's 1 and the placeholder's 1. (The fake clientset
+	// sets no UIDs; NodeInfo needs one.)
+	hold = hold.DeepCopy()
+	hold.UID = "hold"
+	node := nodeInfo(st.MakeNode().Name("n1").Capacity(units("2")).Obj(), runner, hold)
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, wf, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	if status := pl.Filter(ctx, cs, wf, node); !status.IsSuccess() {
+		t.Fatalf("Filter on the node whose only room is the placeholder's: %v", status)
+	}
+	other := st.MakePod().Namespace("arc").Name("other").UID("other").Req(units("1")).Obj()
+	ocs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, ocs, other, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	if status := pl.Filter(ctx, ocs, other, node); status.IsSuccess() || !strings.Contains(status.Message(), "Insufficient cpu") {
+		t.Errorf("Filter of another pod = %v, want Insufficient cpu (the in-tree Fit counts the placeholder)", status)
+	}
+
+	if status := pl.Reserve(ctx, cs, wf, "n1"); !status.IsSuccess() {
+		t.Fatalf("Reserve: %v", status)
+	}
+	waiting := h.wait(wf)
+	status, timeout := pl.Permit(ctx, cs, wf, "n1")
+	if status.Code() != fwk.Wait || timeout <= 0 {
+		t.Fatalf("Permit = %v, %v; want Wait", status, timeout)
+	}
+	select {
+	case v := <-waiting.verdict:
+		if v != "allowed" {
+			t.Fatalf("Permit's verdict: %s", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting workflow pod was never allowed")
+	}
+	if _, err := h.client.CoreV1().Pods("arc").Get(ctx, "r1-hold", metav1.GetOptions{}); err == nil {
+		t.Error("the workflow pod was allowed while its placeholder still exists")
 	}
 }

@@ -105,6 +105,8 @@ type WorkflowReservation struct {
 	reservationMode string
 	// placeholderImage is the image of placeholder and pair pods.
 	placeholderImage string
+	// handoverState: with Pods, the in-tree Fit this plugin runs.
+	handoverState
 }
 
 // New initializes a plugin that leads always and shares its reservations
@@ -154,6 +156,11 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	}
 	if pl.placeholderImage == "" {
 		pl.placeholderImage = defaultPlaceholderImage
+	}
+	if pl.reservationMode == config.ReservationModePods {
+		if pl.fit, err = newFit(ctx, h); err != nil {
+			return nil, err
+		}
 	}
 	if args.ScoringStrategy != nil {
 		pl.scoring = *args.ScoringStrategy
@@ -295,7 +302,7 @@ func (pl *WorkflowReservation) runnerOf(pod *v1.Pod) (types.NamespacedName, bool
 
 // PreFilter classifies the pod, sizes a runner's workflow pod and narrows a
 // pinned workflow pod to its reservation's node.
-func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	// Only the leader schedules.
 	pl.sh.leader.Lead()
@@ -323,6 +330,11 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		}
 	}
 
+	if pl.fit != nil {
+		if _, status := pl.fit.PreFilter(ctx, cs, pod, nodes); !status.IsSuccess() {
+			return nil, status
+		}
+	}
 	s := &preFilterState{}
 	var result *fwk.PreFilterResult
 	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
@@ -392,7 +404,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 				"Annotation %s ignored: the pod does not match the runner selector of profile %s", WorkflowRequestsAnnotation, pl.profile)
 		}
 	}
-	if s.kind == kindOther && pl.store.empty() && !pl.sh.anyNominated() {
+	if s.kind == kindOther && pl.store.empty() && !pl.sh.anyNominated() && pl.fit == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	s.request = podAmount(pod)
@@ -408,6 +420,11 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 	s, err := getPreFilterState(cs)
 	if err != nil {
 		return fwk.AsStatus(err)
+	}
+	if pl.fit != nil {
+		if status := pl.fitFilter(ctx, cs, s, pod, nodeInfo); !status.IsSuccess() {
+			return status
+		}
 	}
 	status := pl.filter(s, nodeInfo)
 	if !status.IsSuccess() {
@@ -470,7 +487,7 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 			"runner %s needs %s and its workflow pod %s (from %s); no node has room for both",
 			klog.KObj(pod), s.request, s.workflow, s.source))
 	case kindWorkflow:
-		if hold := pl.sh.holds.of(s.runner, s.own.runnerUID); hold != nil {
+		if hold := pl.sh.holds.of(s.runner, s.own.runnerUID); hold != nil && !pl.handover() {
 			// The stock Fit counts the placeholder: it is being deleted
 			// (tandem-webhook, or the worker nudged here), and its delete
 			// requeues the pod.
@@ -588,6 +605,8 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 			}
 			return false
 		})
+		// Holding again: a placeholder deleted at Permit comes back.
+		pl.sh.holds.check(s.runner.Namespace, s.runner.Name, s.own.runnerUID)
 	}
 	pl.recordMetrics()
 }

@@ -24,7 +24,8 @@ import (
 //   - once the workflow pod is gone, or ran elsewhere: nothing;
 //   - less, at any time, what the runner's placeholder (reservationMode:
 //     Pods) requests on the node: that pod's requests are the node's
-//     already, and its host ports are its own.
+//     already (it holds no host ports: NodePorts would keep the workflow
+//     pod off its own placeholder's node).
 //
 // So a hand-over has neither a gap nor a double count, whichever of the
 // scheduler and the plugin's handler saw the pod first.
@@ -51,7 +52,7 @@ func (r *reservation) holds(on runnerPods) (amount, []config.HostPort) {
 	if !on.hasPlaceholder {
 		return a, ports
 	}
-	return a.sub(on.placeholder).atLeastZero(), nil
+	return a.sub(on.placeholder).atLeastZero(), ports
 }
 
 func (r *reservation) holdsWithoutPlaceholder(on runnerPods) (amount, []config.HostPort) {

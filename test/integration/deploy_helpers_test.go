@@ -30,6 +30,12 @@ import (
 // `kubectl apply --server-side --field-manager=manager` does.
 func applyServerSide(t *testing.T, ctx context.Context, objs []*unstructured.Unstructured, manager string) {
 	t.Helper()
+	apply(t, ctx, objs, metav1.ApplyOptions{FieldManager: manager})
+}
+
+// apply applies objs server-side with opts.
+func apply(t *testing.T, ctx context.Context, objs []*unstructured.Unstructured, opts metav1.ApplyOptions) {
+	t.Helper()
 	disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -49,8 +55,8 @@ func applyServerSide(t *testing.T, ctx context.Context, objs []*unstructured.Uns
 		if m.Scope.Name() == meta.RESTScopeNameNamespace {
 			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
 		}
-		if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: manager}); err != nil {
-			t.Fatalf("server-side apply of %s %s/%s by %s: %v", gvk.Kind, o.GetNamespace(), o.GetName(), manager, err)
+		if _, err := ri.Apply(ctx, o.GetName(), o, opts); err != nil {
+			t.Fatalf("server-side apply of %s %s/%s by %s: %v", gvk.Kind, o.GetNamespace(), o.GetName(), opts.FieldManager, err)
 		}
 	}
 }

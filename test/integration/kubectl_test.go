@@ -104,6 +104,8 @@ func TestKubectlTandemReadsThePluginsRecord(t *testing.T) {
 		"HostPortsAnnotation":        {kubectltandem.HostPortsAnnotation, workflowreservation.HostPortsAnnotation},
 		"HookTemplateEnv":            {kubectltandem.HookTemplateEnv, workflowreservation.HookTemplateEnv},
 		"PairPodLabel":               {kubectltandem.PairPodLabel, workflowreservation.PairPodLabel},
+		"PlaceholderLabel":           {kubectltandem.PlaceholderLabel, workflowreservation.PlaceholderLabel},
+		"PlaceholderOfAnnotation":    {kubectltandem.PlaceholderOfAnnotation, workflowreservation.PlaceholderOfAnnotation},
 		"PairOfAnnotation":           {kubectltandem.PairOfAnnotation, workflowreservation.PairOfAnnotation},
 	}
 	for name, n := range names {

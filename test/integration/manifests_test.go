@@ -42,15 +42,22 @@ func repoPath(t *testing.T, path string) string {
 // runTool runs `go run ./cmd/<name> args...` in hack/tools and returns its stdout.
 func runTool(t *testing.T, name string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command("go", append([]string{"run", "./cmd/" + name}, args...)...)
-	cmd.Dir = repoPath(t, "hack/tools")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, err := tryTool(t, name, args...)
 	if err != nil {
-		t.Fatalf("go run ./cmd/%s %v (in hack/tools): %v\n%s", name, args, err, stderr.String())
+		t.Fatalf("go run ./cmd/%s %v (in hack/tools): %v\n%s", name, args, err, stderr)
 	}
 	return out
+}
+
+// tryTool is runTool for a run that may fail: stdout, stderr and the error.
+func tryTool(t *testing.T, name string, args ...string) (stdout []byte, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"run", "./cmd/" + name}, args...)...)
+	cmd.Dir = repoPath(t, "hack/tools")
+	var errBuf bytes.Buffer
+	cmd.Stderr = &errBuf
+	stdout, err = cmd.Output()
+	return stdout, errBuf.String(), err
 }
 
 // renderChart renders the chart as release tandem-scheduler in tandem-system

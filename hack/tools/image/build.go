@@ -34,6 +34,9 @@ type Options struct {
 	Binaries map[string]string
 	// BinaryPath is where the binary goes in the image; it is the entrypoint.
 	BinaryPath string
+	// Extra maps a platform to more binaries for it (not entrypoints), by
+	// their path in the image: {"linux/amd64": {"/usr/local/bin/x": file}}.
+	Extra map[string]map[string]string
 	// RootFS is a directory whose files are copied into every image as they are.
 	RootFS string
 	// Ref names the index in the layout (annotation org.opencontainers.image.ref.name).
@@ -82,7 +85,7 @@ func Build(opts Options, dir string) (v1.ImageIndex, error) {
 }
 
 func buildImage(opts Options, platform v1.Platform, binary string) (v1.Image, error) {
-	layerTar, err := layerTar(opts.RootFS, binary, opts.BinaryPath)
+	layerTar, err := layerTar(opts.RootFS, binary, opts.BinaryPath, opts.Extra[platform.OS+"/"+platform.Architecture])
 	if err != nil {
 		return nil, err
 	}
@@ -111,9 +114,10 @@ func buildImage(opts Options, platform v1.Platform, binary string) (v1.Image, er
 	return mutate.ConfigFile(img, cfg)
 }
 
-// layerTar returns a tar of rootfs's files plus binary at binaryPath, with
-// fixed times and owners so that the same inputs give the same digest.
-func layerTar(rootfs, binary, binaryPath string) ([]byte, error) {
+// layerTar returns a tar of rootfs's files plus binary at binaryPath and the
+// extra binaries (path in the image -> file), with fixed times and owners so
+// that the same inputs give the same digest.
+func layerTar(rootfs, binary, binaryPath string, extra map[string]string) ([]byte, error) {
 	files := map[string]file{}
 	if rootfs != "" {
 		err := filepath.WalkDir(rootfs, func(p string, d fs.DirEntry, err error) error {
@@ -132,11 +136,17 @@ func layerTar(rootfs, binary, binaryPath string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		return nil, err
+	binaries := map[string]string{binaryPath: binary}
+	for p, f := range extra {
+		binaries[p] = f
 	}
-	files[strings.TrimPrefix(binaryPath, "/")] = file{mode: 0o755, data: data}
+	for p, f := range binaries {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		files[strings.TrimPrefix(p, "/")] = file{mode: 0o755, data: data}
+	}
 
 	names := make([]string, 0, len(files))
 	for name := range files {

@@ -33,8 +33,19 @@ func buildHello(t *testing.T) map[string]string {
 	return bins
 }
 
+const extraPath = "/usr/local/bin/tandem-webhook"
+
+// options is an image of bins with each platform's binary also at extraPath.
 func options(bins map[string]string) Options {
-	return Options{Binaries: bins, BinaryPath: binaryPath, RootFS: "../../image/rootfs", Ref: "v0.0.0-test"}
+	return Options{Binaries: bins, BinaryPath: binaryPath, Extra: extra(bins), RootFS: "../../image/rootfs", Ref: "v0.0.0-test"}
+}
+
+func extra(bins map[string]string) map[string]map[string]string {
+	e := map[string]map[string]string{}
+	for p, f := range bins {
+		e[p] = map[string]string{extraPath: f}
+	}
+	return e
 }
 
 // Build writes a two-platform index whose images run the static binary
@@ -50,13 +61,13 @@ func TestBuildAndInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Check(sums, platforms, binaryPath); err != nil {
+	if err := Check(sums, platforms, binaryPath, extra(bins)); err != nil {
 		t.Errorf("Check: %v", err)
 	}
 	var got []string
 	for _, s := range sums {
 		got = append(got, s.Platform)
-		if diff := cmp.Diff([]string{"etc/group", "etc/passwd", "usr/local/bin/tandem-scheduler"}, s.Files); diff != "" {
+		if diff := cmp.Diff([]string{"etc/group", "etc/passwd", "usr/local/bin/tandem-scheduler", "usr/local/bin/tandem-webhook"}, s.Files); diff != "" {
 			t.Errorf("%s files (-want,+got):\n%s", s.Platform, diff)
 		}
 		if s.User != "65532:65532" || !slices.Equal(s.Entrypoint, []string{binaryPath}) {
@@ -79,7 +90,8 @@ func TestBuildAndInspect(t *testing.T) {
 	}
 }
 
-// Check rejects a binary built for another platform and a shell.
+// Check rejects a binary built for another platform, a shell and a missing
+// extra binary.
 func TestCheckRejects(t *testing.T) {
 	bins := buildHello(t)
 	swapped := map[string]string{"linux/amd64": bins["linux/arm64"], "linux/arm64": bins["linux/amd64"]}
@@ -103,14 +115,15 @@ func TestCheckRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = Check(sums, append(platforms, "linux/s390x"), binaryPath)
+	err = Check(sums, append(platforms, "linux/s390x"), binaryPath, map[string]map[string]string{"linux/amd64": {"/usr/local/bin/missing": "x"}})
 	if err == nil {
-		t.Fatal("Check accepted swapped binaries, a shell and a missing platform")
+		t.Fatal("Check accepted swapped binaries, a shell, a missing binary and a missing platform")
 	}
 	for _, want := range []string{
 		"linux/amd64: binary is for EM_AARCH64, want EM_X86_64",
 		"linux/arm64: binary is for EM_X86_64, want EM_AARCH64",
 		"linux/amd64: has a shell: bin/sh",
+		"linux/amd64: has no /usr/local/bin/missing",
 		"platforms [linux/amd64 linux/arm64], want [linux/amd64 linux/arm64 linux/s390x]",
 	} {
 		if !strings.Contains(err.Error(), want) {

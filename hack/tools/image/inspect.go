@@ -139,8 +139,10 @@ var machines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AA
 var shells = []string{"sh", "bash", "ash", "dash", "busybox"}
 
 // Check returns every way sums differ from a static, non-root, shell-less
-// image per platform in platforms whose entrypoint is binaryPath.
-func Check(sums []Summary, platforms []string, binaryPath string) error {
+// image per platform in platforms whose entrypoint is binaryPath and that
+// holds the extra binaries of its platform (os/arch -> path in the image ->
+// file).
+func Check(sums []Summary, platforms []string, binaryPath string, extra map[string]map[string]string) error {
 	var errs []error
 	var got []string
 	for _, s := range sums {
@@ -156,6 +158,11 @@ func Check(sums []Summary, platforms []string, binaryPath string) error {
 			fail("user %q, want a non-root user", s.User)
 		} else if !strings.Contains(s.Passwd, ":x:"+uid+":") {
 			fail("user %q is not in /etc/passwd", s.User)
+		}
+		for p := range extra[s.Platform] {
+			if !slices.Contains(s.Files, strings.TrimPrefix(p, "/")) {
+				fail("has no %s", p)
+			}
 		}
 		for _, f := range s.Files {
 			if slices.Contains(shells, path.Base(f)) {

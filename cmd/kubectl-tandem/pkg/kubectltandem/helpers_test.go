@@ -86,6 +86,12 @@ func (p *podWrapper) ownedByJob(j *batchv1.Job) *podWrapper {
 	return p
 }
 
+// placeholderOf makes the pod runner's placeholder (reservationMode Pods).
+func (p *podWrapper) placeholderOf(runner string) *podWrapper {
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: runner, UID: types.UID(runner), Controller: ptr.To(true)}}
+	return p.label(PlaceholderLabel, "true").annotate(PlaceholderOfAnnotation, runner)
+}
+
 func (p *podWrapper) nodeSelector(k, v string) *podWrapper {
 	p.Spec.NodeSelector = map[string]string{k: v}
 	return p

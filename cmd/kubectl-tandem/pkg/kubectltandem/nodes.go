@@ -52,7 +52,8 @@ func nodeUsage(s *Snapshot, rs []Reservation) []NodeUsage {
 	}
 	requested := map[string]v1.ResourceList{}
 	for _, p := range s.Pods {
-		if p.Spec.NodeName == "" || isTerminal(p) || holders[p.UID] {
+		if p.Spec.NodeName == "" || isTerminal(p) || holders[p.UID] || isPlaceholder(p) {
+			// A placeholder's room is its reservation's: counted as reserved.
 			continue
 		}
 		requested[p.Spec.NodeName] = add(requested[p.Spec.NodeName], podRequests(p))
@@ -140,4 +141,14 @@ func otherFree(u NodeUsage) string {
 		parts = append(parts, string(n)+"="+q.String())
 	}
 	return strings.Join(parts, ",")
+}
+
+// isPlaceholder reports whether pod is a placeholder: labelled, and
+// controlled by the runner pod it names.
+func isPlaceholder(pod *v1.Pod) bool {
+	if pod.Labels[PlaceholderLabel] != "true" {
+		return false
+	}
+	ref := metav1.GetControllerOf(pod)
+	return ref != nil && ref.Kind == "Pod" && ref.Name == pod.Annotations[PlaceholderOfAnnotation]
 }

@@ -22,6 +22,8 @@ func cluster() *Snapshot {
 				record(Record{Node: "n1", Requests: rl("cpu=2,memory=4Gi,pods=1"), Source: "annotation"}).obj(),
 			makePod("arc", "r2").runner().req(rl("cpu=250m,memory=512Mi")).node("n2").
 				record(Record{Node: "n2", Requests: rl("cpu=2,memory=2Gi,nvidia.com/gpu=1,pods=2"), StepRequests: rl("cpu=500m,pods=1"), Source: "hook-template", HostPorts: []string{"6379/TCP"}}).obj(),
+			// r1's reservation held by a placeholder: reserved, not requested.
+			makePod("arc", "r1-hold").placeholderOf("r1").req(rl("cpu=2,memory=4Gi")).node("n1").obj(),
 			makePod("arc", "r2-workflow").workflowOf("r2").req(rl("cpu=1500m,memory=2Gi,nvidia.com/gpu=1")).node("n2").obj(),
 			makePod("ci", "build").req(rl("cpu=1")).node("n2").obj(),
 			makePod("ci", "forged").runner().node("n1").record(Record{Node: "n1", Requests: rl("cpu=3"), RunnerUID: "copied"}).obj(),

@@ -33,6 +33,11 @@ const (
 	PairPodLabel = "tandem.dev/pair-pod"
 	// PairOfAnnotation on a pair pod names its runner.
 	PairOfAnnotation = "tandem.dev/pair-of"
+	// PlaceholderLabel marks a placeholder: the pod that holds a bound
+	// runner's reservation on its node (reservationMode Pods).
+	PlaceholderLabel = "tandem.dev/placeholder"
+	// PlaceholderOfAnnotation on a placeholder names its runner.
+	PlaceholderOfAnnotation = "tandem.dev/placeholder-of"
 	// HookTemplateEnv names the runner container's variable that points at
 	// its container hook template.
 	HookTemplateEnv = "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"

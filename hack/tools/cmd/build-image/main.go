@@ -5,7 +5,9 @@
 //	build-image --out _output/image --ref v0.35.4 \
 //	  --rootfs hack/image/rootfs \
 //	  --binary linux/amd64=_output/bin/linux_amd64/tandem-scheduler \
-//	  --binary linux/arm64=_output/bin/linux_arm64/tandem-scheduler
+//	  --binary linux/arm64=_output/bin/linux_arm64/tandem-scheduler \
+//	  --extra linux/amd64=/usr/local/bin/tandem-webhook=_output/bin/linux_amd64/tandem-webhook \
+//	  --extra linux/arm64=/usr/local/bin/tandem-webhook=_output/bin/linux_arm64/tandem-webhook
 package main
 
 import (
@@ -30,10 +32,28 @@ func (b binaries) Set(v string) error {
 	return nil
 }
 
+// extras parses os/arch=/path/in/image=file.
+type extras map[string]map[string]string
+
+func (e extras) String() string { return fmt.Sprint(map[string]map[string]string(e)) }
+func (e extras) Set(v string) error {
+	platform, rest, ok := strings.Cut(v, "=")
+	path, file, ok2 := strings.Cut(rest, "=")
+	if !ok || !ok2 || !strings.HasPrefix(path, "/") {
+		return fmt.Errorf("want os/arch=/path/in/image=file, got %q", v)
+	}
+	if e[platform] == nil {
+		e[platform] = map[string]string{}
+	}
+	e[platform][path] = file
+	return nil
+}
+
 func main() {
-	opts := image.Options{Binaries: binaries{}, Labels: map[string]string{}}
+	opts := image.Options{Binaries: binaries{}, Extra: extras{}, Labels: map[string]string{}}
 	out := flag.String("out", "_output/image", "OCI layout directory to (re)create")
 	flag.Var(binaries(opts.Binaries), "binary", "os/arch=path of the binary for that platform (repeatable)")
+	flag.Var(extras(opts.Extra), "extra", "os/arch=/path/in/image=file: one more binary for that platform, not the entrypoint (repeatable)")
 	flag.StringVar(&opts.BinaryPath, "binary-path", "/usr/local/bin/tandem-scheduler", "the binary's path in the image, the entrypoint")
 	flag.StringVar(&opts.RootFS, "rootfs", "hack/image/rootfs", "directory copied into the image")
 	flag.StringVar(&opts.Ref, "ref", "", "the index's ref name in the layout (a tag)")
@@ -63,7 +83,7 @@ func run(opts image.Options, out string) error {
 		platforms = append(platforms, p)
 	}
 	sort.Strings(platforms)
-	if err := image.Check(sums, platforms, opts.BinaryPath); err != nil {
+	if err := image.Check(sums, platforms, opts.BinaryPath, opts.Extra); err != nil {
 		return fmt.Errorf("the image in %s is not what we meant to build:\n%w", out, err)
 	}
 	digest, err := idx.Digest()

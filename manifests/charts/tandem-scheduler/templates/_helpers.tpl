@@ -43,10 +43,65 @@ profiles:
         # reserved for workflow pods as used.
         disabled:
           - name: NodeResourcesFit
-    {{- with .Values.workflowReservation }}
+      {{- if eq (include "tandem-scheduler.reservationMode" .) "Pods" }}
+      # reservationMode Pods: WorkflowReservation runs NodeResourcesFit's
+      # filter itself, without a workflow pod's own placeholder, so that
+      # the placeholder can be handed over at Permit without a gap.
+      preFilter:
+        disabled:
+          - name: NodeResourcesFit
+      filter:
+        disabled:
+          - name: NodeResourcesFit
+      {{- end }}
     pluginConfig:
       - name: WorkflowReservation
         args:
-          {{- toYaml . | nindent 10 }}
-    {{- end }}
+          {{- include "tandem-scheduler.pluginArgs" . | nindent 10 }}
+{{- end -}}
+
+{{/* WorkflowReservationArgs: workflowReservation with reservationMode. */}}
+{{- define "tandem-scheduler.pluginArgs" -}}
+{{- $mode := include "tandem-scheduler.reservationMode" . -}}
+{{- $args := deepCopy (.Values.workflowReservation | default dict) -}}
+{{- if and (hasKey $args "reservationMode") (ne (toString $args.reservationMode) $mode) -}}
+{{- fail "set reservationMode at the top level of the values, not in workflowReservation" -}}
+{{- end -}}
+{{- toYaml (set $args "reservationMode" $mode) -}}
+{{- end -}}
+
+{{/* reservationMode, checked: Memory or Pods. */}}
+{{- define "tandem-scheduler.reservationMode" -}}
+{{- $mode := toString .Values.reservationMode -}}
+{{- if not (has $mode (list "Memory" "Pods")) -}}
+{{- fail (printf "reservationMode must be Memory or Pods, not %q" $mode) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end -}}
+
+{{/* The label key on workflow pods naming their runner pod. */}}
+{{- define "tandem-scheduler.runnerPodLabel" -}}
+{{- (.Values.workflowReservation | default dict).runnerPodLabel | default "runner-pod" -}}
+{{- end -}}
+
+{{/* tandem-webhook's objects (reservationMode: Pods) are named <fullname>-webhook. */}}
+{{- define "tandem-scheduler.webhookName" -}}
+{{- printf "%s-webhook" (include "tandem-scheduler.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Labels of tandem-webhook's objects. Its own app.kubernetes.io/name: the
+scheduler's Deployment, PodDisruptionBudget and Service select on
+name + instance and must not take webhook pods.
+*/}}
+{{- define "tandem-scheduler.webhookLabels" -}}
+{{ include "tandem-scheduler.webhookSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: webhook
+app.kubernetes.io/part-of: tandem
+{{- end -}}
+
+{{- define "tandem-scheduler.webhookSelectorLabels" -}}
+app.kubernetes.io/name: tandem-webhook
+app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}

@@ -1,0 +1,256 @@
+// Package webhook is tandem-webhook's admission handler: it makes room for a
+// workflow pod pinned to its runner's node before the pod is stored.
+//
+// In reservationMode Pods a held reservation is also a placeholder pod on the
+// runner's node (pkg/workflowreservation, placeholder.go). The workflow pod of
+// hooks v0.7.0 is pinned there with spec.nodeName and bypasses every
+// scheduler: the kubelet would reject it (OutOfcpu) while the placeholder
+// still holds its room. This webhook, called on the creation of every pod
+// labelled with the runner-pod label and pinned with nodeName, deletes the
+// placeholder of that runner incarnation on that node (UID precondition,
+// grace 0) and then allows the pod. The delete
+// is stored before the pod, and the kubelet watches its node's pods in
+// resourceVersion order, so it sees the room freed before the pod that takes
+// it.
+//
+// The webhook never denies a pod: an error allows the pod with a warning, and
+// tandem's leader deletes a placeholder whose workflow pod it sees (the
+// fallback for a webhook that is down or failed).
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+)
+
+// Paths the handler serves.
+const (
+	// Path is the admission endpoint (admission.k8s.io/v1 AdmissionReview).
+	Path = "/release-placeholder"
+	// HealthzPath answers "ok" while the server runs.
+	HealthzPath = "/healthz"
+	// MetricsPath serves the legacy registry (unauthenticated counters and
+	// a histogram of the webhook only).
+	MetricsPath = "/metrics"
+)
+
+// Defaults of Options.
+const (
+	// DefaultRunnerPodLabel is the label key on workflow pods naming their
+	// runner pod, as ARC's container hooks set it.
+	DefaultRunnerPodLabel = "runner-pod"
+	// DefaultTimeout bounds the API calls of one review: below the
+	// webhook configuration's 5 s, so that the webhook answers (with a
+	// warning) before the apiserver gives up on it.
+	DefaultTimeout = 4 * time.Second
+)
+
+// maxReviewBytes bounds an AdmissionReview's body: a pod is at most what
+// etcd stores (1.5 MiB by default), twice over for object and oldObject.
+const maxReviewBytes = 4 << 20
+
+// Options configure the handler.
+type Options struct {
+	// RunnerPodLabel is the label key on workflow pods whose value is the
+	// name of their runner pod. Default DefaultRunnerPodLabel.
+	RunnerPodLabel string
+	// Timeout bounds the API calls of one review. Default DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Handler answers pod admission reviews. It serves Path, HealthzPath and
+// MetricsPath.
+type Handler struct {
+	client   kubernetes.Interface
+	label    string
+	timeout  time.Duration
+	mux      *http.ServeMux
+	reviewed atomic.Int64
+}
+
+var _ http.Handler = &Handler{}
+
+// NewHandler returns a handler that deletes placeholders through client.
+// It registers the webhook's metrics into the legacy registry.
+func NewHandler(client kubernetes.Interface, opts Options) *Handler {
+	RegisterMetrics()
+	h := &Handler{client: client, label: opts.RunnerPodLabel, timeout: opts.Timeout, mux: http.NewServeMux()}
+	if h.label == "" {
+		h.label = DefaultRunnerPodLabel
+	}
+	if h.timeout <= 0 {
+		h.timeout = DefaultTimeout
+	}
+	h.mux.HandleFunc("POST "+Path, h.serveReview)
+	h.mux.HandleFunc("GET "+HealthzPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+	})
+	h.mux.Handle("GET "+MetricsPath, legacyregistry.Handler())
+	return h
+}
+
+// ServeHTTP serves the handler's paths.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mux.ServeHTTP(w, r)
+}
+
+// Reviewed is the number of admission reviews answered so far.
+func (h *Handler) Reviewed() int64 {
+	return h.reviewed.Load()
+}
+
+func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request) {
+	logger := klog.FromContext(r.Context())
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxReviewBytes)).Decode(&review); err != nil || review.Request == nil {
+		// Without the request's UID there is no answer the apiserver
+		// takes: it applies the failurePolicy (Ignore: the pod is allowed).
+		admissionErrors.WithLabelValues(stepDecode).Inc()
+		logger.Error(err, "Malformed admission review", "remote", r.RemoteAddr)
+		http.Error(w, "malformed AdmissionReview", http.StatusBadRequest)
+		return
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	resp, outcome := h.Review(ctx, review.Request)
+	cancel()
+	reviews.WithLabelValues(outcome).Inc()
+	reviewDuration.Observe(time.Since(start).Seconds())
+	h.reviewed.Add(1)
+	out := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
+		Response: resp,
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(&out); err != nil {
+		logger.Error(err, "Writing the admission response")
+	}
+}
+
+// Review outcomes (the "outcome" label of the reviews metric).
+const (
+	outcomeDeleted = "deleted"
+	outcomeNone    = "none"
+	outcomeError   = "error"
+)
+
+// Review answers one admission request: it always allows the pod. For the
+// creation of a pod pinned with spec.nodeName and labelled with its runner's
+// name, it first deletes that runner incarnation's placeholder on the same
+// node. It returns the response and its outcome: "deleted", "none" or
+// "error" (the response then carries a warning).
+func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	if req.Operation != admissionv1.Create || req.SubResource != "" ||
+		req.Resource.Group != "" || req.Resource.Resource != "pods" {
+		return resp, outcomeNone
+	}
+	logger := klog.FromContext(ctx)
+	var pod v1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		admissionErrors.WithLabelValues(stepDecode).Inc()
+		logger.Error(err, "Decoding the pod of an admission request", "namespace", req.Namespace, "name", req.Name)
+		resp.Warnings = []string{"tandem-webhook: cannot decode the pod; its runner's placeholder was not released"}
+		return resp, outcomeError
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	if pod.Name == "" {
+		pod.Name = req.Name // empty when the name is generated
+	}
+	runnerName := pod.Labels[h.label]
+	// Only a pod pinned with nodeName bypasses the schedulers: a workflow
+	// pod that a scheduler places takes the placeholder's room when tandem
+	// binds it (or waits for the fallback); deleting the placeholder now
+	// would leave the room free for anyone until then.
+	if runnerName == "" || pod.Spec.NodeName == "" || workflowreservation.IsPlaceholder(&pod) {
+		return resp, outcomeNone
+	}
+	if ptr.Deref(req.DryRun, false) {
+		return resp, outcomeNone // sideEffects: NoneOnDryRun
+	}
+	logger = klog.LoggerWithValues(logger, "pod", klog.KObj(&pod), "runner", klog.KRef(pod.Namespace, runnerName))
+	pods := h.client.CoreV1().Pods(pod.Namespace)
+
+	// The placeholder first: without one (no reservation held, or Memory
+	// mode) a review costs one GET.
+	name := workflowreservation.PlaceholderName(runnerName)
+	placeholder, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		logger.V(4).Info("No placeholder to release")
+		return resp, outcomeNone
+	}
+	if err != nil {
+		return h.failed(logger, resp, stepGetPlaceholder, err, "cannot read the placeholder "+name)
+	}
+	if placeholder.Spec.NodeName != pod.Spec.NodeName {
+		logger.V(2).Info("Placeholder is on another node; left alone", "placeholder", klog.KObj(placeholder), "placeholderNode", placeholder.Spec.NodeName, "node", pod.Spec.NodeName)
+		return resp, outcomeNone
+	}
+	runner, err := pods.Get(ctx, runnerName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		// Its placeholder goes with it (garbage collection).
+		logger.V(2).Info("Runner pod not found; placeholder left to garbage collection", "placeholder", klog.KObj(placeholder))
+		return resp, outcomeNone
+	}
+	if err != nil {
+		return h.failed(logger, resp, stepGetRunner, err, "cannot read the runner pod "+runnerName)
+	}
+	if !workflowreservation.IsPlaceholderOf(placeholder, runner) {
+		// Another incarnation's placeholder, or a pod of that name that
+		// is not a placeholder: not ours to delete.
+		logger.V(2).Info("Pod is not the placeholder of this runner incarnation; left alone", "placeholder", klog.KObj(placeholder), "runnerUID", runner.UID)
+		return resp, outcomeNone
+	}
+	err = pods.Delete(ctx, placeholder.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      &metav1.Preconditions{UID: &placeholder.UID},
+	})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		// Gone already (tandem's fallback, garbage collection), or
+		// replaced by another pod of that name since the GET.
+		logger.V(2).Info("Placeholder already gone", "placeholder", klog.KObj(placeholder), "err", err)
+		return resp, outcomeNone
+	case err != nil:
+		return h.failed(logger, resp, stepDelete, err, "cannot delete the placeholder "+name)
+	}
+	placeholdersDeleted.Inc()
+	logger.V(2).Info("Released the runner's placeholder for its pinned pod", "placeholder", klog.KObj(placeholder), "node", pod.Spec.NodeName)
+	resp.AuditAnnotations = map[string]string{"placeholder-deleted": placeholder.Namespace + "/" + placeholder.Name}
+	return resp, outcomeDeleted
+}
+
+// failed allows the pod with a warning about what failed.
+func (h *Handler) failed(logger klog.Logger, resp *admissionv1.AdmissionResponse, step string, err error, what string) (*admissionv1.AdmissionResponse, string) {
+	admissionErrors.WithLabelValues(step).Inc()
+	logger.Error(err, "Releasing the runner's placeholder failed; pod allowed", "step", step)
+	resp.Warnings = []string{fmt.Sprintf("tandem-webhook: %s: %v; the pod may be rejected by the kubelet until tandem releases the room", what, truncate(err.Error(), 120))}
+	return resp, outcomeError
+}
+
+// truncate cuts s to at most n bytes.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,332 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+)
+
+const (
+	testNS   = "arc"
+	runner   = "set-abcde-runner-fghij"
+	node     = "n1"
+	runnerID = types.UID("runner-2")
+)
+
+func runnerPod() *v1.Pod {
+	return st.MakePod().Namespace(testNS).Name(runner).UID(string(runnerID)).Node(node).Label("actions-ephemeral-runner", "True").Obj()
+}
+
+// placeholderOf is the placeholder of the runner incarnation uid on node, as
+// tandem's leader creates it.
+func placeholderOf(uid types.UID, node string) *v1.Pod {
+	pod := st.MakePod().Namespace(testNS).Name(workflowreservation.PlaceholderName(runner)).UID("hold-of-"+string(uid)).Node(node).
+		Label(workflowreservation.PlaceholderLabel, "true").Annotation(workflowreservation.PlaceholderOfAnnotation, runner).Obj()
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: runner, UID: uid, Controller: ptr.To(true)}}
+	return pod
+}
+
+// workflowPod is the workflow pod of hooks v0.7.0, pinned with nodeName.
+func workflowPod() *v1.Pod {
+	return st.MakePod().Namespace(testNS).Name(runner+"-workflow").Node(node).Label(DefaultRunnerPodLabel, runner).Obj()
+}
+
+func createRequest(t *testing.T, pod *v1.Pod) *admissionv1.AdmissionRequest {
+	t.Helper()
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &admissionv1.AdmissionRequest{
+		UID:       "review-1",
+		Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Namespace: testNS,
+		Name:      pod.Name,
+		Operation: admissionv1.Create,
+		Object:    runtime.RawExtension{Raw: raw},
+	}
+}
+
+func TestReview(t *testing.T) {
+	notPlaceholder := placeholderOf(runnerID, node)
+	notPlaceholder.Labels = nil
+	errBoom := errors.New("boom")
+	cases := map[string]struct {
+		objects []runtime.Object
+		pod     *v1.Pod
+		mutate  func(*admissionv1.AdmissionRequest)
+		// reactors fail verb on pods with the error.
+		fail        map[string]error
+		wantOutcome string
+		// wantDeleted: the placeholder must be gone, else it must stay.
+		wantDeleted bool
+		wantWarning bool
+		// wantCalls are the API calls made, "verb name".
+		wantCalls []string
+	}{
+		"pinned workflow pod releases its runner's placeholder": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
+			pod:         workflowPod(),
+			wantOutcome: outcomeDeleted,
+			wantDeleted: true,
+			wantCalls:   []string{"get " + runner + "-hold", "get " + runner, "delete " + runner + "-hold"},
+		},
+		"placeholder of an older runner incarnation is left alone": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf("runner-1", node)},
+			pod:         workflowPod(),
+			wantOutcome: outcomeNone,
+			wantCalls:   []string{"get " + runner + "-hold", "get " + runner},
+		},
+		"a pod named like the placeholder that is not one is left alone": {
+			objects:     []runtime.Object{runnerPod(), notPlaceholder},
+			pod:         workflowPod(),
+			wantOutcome: outcomeNone,
+			wantCalls:   []string{"get " + runner + "-hold", "get " + runner},
+		},
+		"placeholder on another node is left alone": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, "n2")},
+			pod:         workflowPod(),
+			wantOutcome: outcomeNone,
+			wantCalls:   []string{"get " + runner + "-hold"},
+		},
+		"no placeholder: one GET": {
+			objects:     []runtime.Object{runnerPod()},
+			pod:         workflowPod(),
+			wantOutcome: outcomeNone,
+			wantCalls:   []string{"get " + runner + "-hold"},
+		},
+		"runner gone: garbage collection's job": {
+			objects:     []runtime.Object{placeholderOf(runnerID, node)},
+			pod:         workflowPod(),
+			wantOutcome: outcomeNone,
+			wantCalls:   []string{"get " + runner + "-hold", "get " + runner},
+		},
+		"pod without the label is not looked at": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
+			pod:         st.MakePod().Namespace(testNS).Name("other").Node(node).Obj(),
+			wantOutcome: outcomeNone,
+		},
+		"pod not pinned is not looked at (a scheduler places it)": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
+			pod:         st.MakePod().Namespace(testNS).Name(runner+"-workflow").Label(DefaultRunnerPodLabel, runner).Obj(),
+			wantOutcome: outcomeNone,
+		},
+		"dry run has no side effects": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
+			pod:         workflowPod(),
+			mutate:      func(r *admissionv1.AdmissionRequest) { r.DryRun = ptr.To(true) },
+			wantOutcome: outcomeNone,
+		},
+		"update is not looked at": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
+			pod:         workflowPod(),
+			mutate:      func(r *admissionv1.AdmissionRequest) { r.Operation = admissionv1.Update },
+			wantOutcome: outcomeNone,
+		},
+		"a placeholder's own creation is not looked at": {
+			objects: []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
+			pod: func() *v1.Pod {
+				p := placeholderOf(runnerID, node)
+				p.Labels[DefaultRunnerPodLabel] = runner
+				return p
+			}(),
+			wantOutcome: outcomeNone,
+		},
+		"placeholder gone meanwhile (NotFound on delete)": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
+			pod:         workflowPod(),
+			fail:        map[string]error{"delete": apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, runner+"-hold")},
+			wantOutcome: outcomeNone,
+			wantCalls:   []string{"get " + runner + "-hold", "get " + runner, "delete " + runner + "-hold"},
+		},
+		"placeholder replaced meanwhile (UID precondition conflict)": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
+			pod:         workflowPod(),
+			fail:        map[string]error{"delete": apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, runner+"-hold", errBoom)},
+			wantOutcome: outcomeNone,
+			wantCalls:   []string{"get " + runner + "-hold", "get " + runner, "delete " + runner + "-hold"},
+		},
+		"delete fails: allowed with a warning": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
+			pod:         workflowPod(),
+			fail:        map[string]error{"delete": apierrors.NewInternalError(errBoom)},
+			wantOutcome: outcomeError,
+			wantWarning: true,
+			wantCalls:   []string{"get " + runner + "-hold", "get " + runner, "delete " + runner + "-hold"},
+		},
+		"get fails: allowed with a warning": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
+			pod:         workflowPod(),
+			fail:        map[string]error{"get": apierrors.NewTimeoutError("slow", 1)},
+			wantOutcome: outcomeError,
+			wantWarning: true,
+			wantCalls:   []string{"get " + runner + "-hold"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			client := fake.NewClientset(tc.objects...)
+			for verb, err := range tc.fail {
+				client.PrependReactor(verb, "pods", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, err })
+			}
+			h := NewHandler(client, Options{})
+			req := createRequest(t, tc.pod)
+			if tc.mutate != nil {
+				tc.mutate(req)
+			}
+			deletedBefore := counter(t, placeholdersDeleted)
+			outcomeBefore := counter(t, reviews.WithLabelValues(tc.wantOutcome))
+			resp, outcome := h.Review(t.Context(), req)
+			wantCount := 0.0
+			if tc.wantDeleted {
+				wantCount = 1
+			}
+			if got := counter(t, placeholdersDeleted) - deletedBefore; got != wantCount {
+				t.Errorf("tandem_webhook_placeholders_deleted_total grew by %v, want %v", got, wantCount)
+			}
+			// Review does not count; serveReview does, with Review's outcome.
+			if got := counter(t, reviews.WithLabelValues(tc.wantOutcome)) - outcomeBefore; got != 0 {
+				t.Errorf("Review counted itself: reviews{outcome=%s} grew by %v", tc.wantOutcome, got)
+			}
+			if !resp.Allowed || resp.UID != req.UID || resp.Result != nil {
+				t.Errorf("response = %+v, want allowed with the request's UID", resp)
+			}
+			if outcome != tc.wantOutcome {
+				t.Errorf("outcome = %q, want %q", outcome, tc.wantOutcome)
+			}
+			if got := len(resp.Warnings) > 0; got != tc.wantWarning {
+				t.Errorf("warnings = %q, want some: %v", resp.Warnings, tc.wantWarning)
+			}
+			var calls []string
+			for _, a := range client.Actions() {
+				switch a := a.(type) {
+				case clienttesting.DeleteAction:
+					calls = append(calls, "delete "+a.GetName())
+					opts := a.GetDeleteOptions()
+					if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 {
+						t.Errorf("delete grace period = %v, want 0", opts.GracePeriodSeconds)
+					}
+					if opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID != "hold-of-"+runnerID {
+						t.Errorf("delete preconditions = %+v, want the placeholder's UID", opts.Preconditions)
+					}
+				case clienttesting.GetAction:
+					calls = append(calls, "get "+a.GetName())
+				default:
+					calls = append(calls, a.GetVerb()+" "+a.GetResource().Resource)
+				}
+			}
+			if diff := cmp.Diff(tc.wantCalls, calls); diff != "" {
+				t.Errorf("API calls (-want,+got):\n%s", diff)
+			}
+			hadPlaceholder := false
+			for _, o := range tc.objects {
+				hadPlaceholder = hadPlaceholder || o.(*v1.Pod).Name == workflowreservation.PlaceholderName(runner)
+			}
+			_, err := client.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), testNS, workflowreservation.PlaceholderName(runner))
+			if gone := apierrors.IsNotFound(err); hadPlaceholder && gone != tc.wantDeleted {
+				t.Errorf("placeholder deleted = %v, want %v", gone, tc.wantDeleted)
+			}
+		})
+	}
+}
+
+func counter(t *testing.T, m metrics.CounterMetric) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Over HTTP: the response is an admission.k8s.io/v1 AdmissionReview with the
+// request's UID; a body that is not a review is a 400 (the apiserver then
+// applies the failurePolicy); /healthz answers.
+func TestServeHTTP(t *testing.T) {
+	client := fake.NewClientset(runnerPod(), placeholderOf(runnerID, node))
+	h := NewHandler(client, Options{})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	review := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  createRequest(t, workflowPod()),
+	}
+	body, err := json.Marshal(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletedReviews := counter(t, reviews.WithLabelValues(outcomeDeleted))
+	got := post(t, srv.URL+Path, body, http.StatusOK)
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(got, &out); err != nil {
+		t.Fatalf("decoding %s: %v", got, err)
+	}
+	if out.APIVersion != "admission.k8s.io/v1" || out.Kind != "AdmissionReview" || out.Response == nil ||
+		out.Response.UID != "review-1" || !out.Response.Allowed {
+		t.Errorf("review = %s, want an allowed admission.k8s.io/v1 response with UID review-1", got)
+	}
+	if h.Reviewed() != 1 {
+		t.Errorf("Reviewed() = %d, want 1", h.Reviewed())
+	}
+	if got := counter(t, reviews.WithLabelValues(outcomeDeleted)) - deletedReviews; got != 1 {
+		t.Errorf("reviews{outcome=deleted} grew by %v, want 1", got)
+	}
+	if _, err := client.CoreV1().Pods(testNS).Get(context.Background(), workflowreservation.PlaceholderName(runner), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("placeholder still there after the review (err %v)", err)
+	}
+
+	post(t, srv.URL+Path, []byte("{not json"), http.StatusBadRequest)
+	post(t, srv.URL+Path, []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), http.StatusBadRequest)
+	if h.Reviewed() != 1 {
+		t.Errorf("Reviewed() = %d after malformed reviews, want still 1", h.Reviewed())
+	}
+
+	resp, err := http.Get(srv.URL + HealthzPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s = %d, want 200", HealthzPath, resp.StatusCode)
+	}
+}
+
+func post(t *testing.T, url string, body []byte, wantStatus int) []byte {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != wantStatus {
+		t.Errorf("POST %s = %d (%s), want %d", url, resp.StatusCode, buf.String(), wantStatus)
+	}
+	return buf.Bytes()
+}

@@ -1,0 +1,267 @@
+package integration
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tandem-scheduler/tandem/pkg/webhook"
+)
+
+// kustomizePods is the kustomization of reservationMode Pods.
+const kustomizePods = "manifests/kustomize/pods"
+
+const (
+	webhookName       = releaseName + "-webhook"
+	webhookDeployment = "Deployment/" + releaseNamespace + "/" + webhookName
+	webhookConfigKey  = "ValidatingWebhookConfiguration//" + webhookName
+	webhookSecretKey  = "Secret/" + releaseNamespace + "/" + webhookName + "-tls"
+)
+
+// reservationModeArg is the scheduler config's WorkflowReservation
+// reservationMode.
+func reservationModeArg(t *testing.T, config string) any {
+	t.Helper()
+	var c struct {
+		Profiles []struct {
+			PluginConfig []struct {
+				Name string         `json:"name"`
+				Args map[string]any `json:"args"`
+			} `json:"pluginConfig"`
+		} `json:"profiles"`
+	}
+	if err := yaml.Unmarshal([]byte(config), &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.Profiles {
+		for _, pc := range p.PluginConfig {
+			if pc.Name == "WorkflowReservation" {
+				return pc.Args["reservationMode"]
+			}
+		}
+	}
+	t.Fatalf("no WorkflowReservation args in %s", config)
+	return nil
+}
+
+// reservationMode Pods adds tandem-webhook (ServiceAccount, RBAC, Deployment,
+// PodDisruptionBudget, Service, TLS Secret, ValidatingWebhookConfiguration)
+// to the default objects and passes the mode to the plugin; Memory, the
+// default, renders none of it (TestChartAndKustomizeRenderTheSameObjects).
+func TestChartPodsMode(t *testing.T) {
+	memory := byKey(renderChart(t))
+	if got := reservationModeArg(t, object[v1.ConfigMap](t, memory, configMapKey).Data[configKey]); got != "Memory" {
+		t.Errorf("default reservationMode arg = %v, want Memory", got)
+	}
+	objs := byKey(renderChart(t, "--set", "reservationMode=Pods"))
+	if got := reservationModeArg(t, object[v1.ConfigMap](t, objs, configMapKey).Data[configKey]); got != "Pods" {
+		t.Errorf("reservationMode arg = %v, want Pods", got)
+	}
+	var added []string
+	for k := range objs {
+		if _, ok := memory[k]; !ok {
+			added = append(added, k)
+		}
+	}
+	slices.Sort(added)
+	wantAdded := []string{
+		"ClusterRole//" + webhookName,
+		"ClusterRoleBinding//" + webhookName,
+		webhookDeployment,
+		"PodDisruptionBudget/" + releaseNamespace + "/" + webhookName,
+		webhookSecretKey,
+		"Service/" + releaseNamespace + "/" + webhookName,
+		"ServiceAccount/" + releaseNamespace + "/" + webhookName,
+		webhookConfigKey,
+	}
+	if diff := cmp.Diff(wantAdded, added); diff != "" {
+		t.Errorf("objects Pods mode adds (-want,+got):\n%s", diff)
+	}
+
+	// The scheduler creates and deletes placeholders: pods create, delete.
+	var verbs []string
+	for _, r := range object[rbacv1.ClusterRole](t, objs, "ClusterRole//"+releaseName).Rules {
+		if slices.Contains(r.APIGroups, "") && slices.Contains(r.Resources, "pods") {
+			verbs = append(verbs, r.Verbs...)
+		}
+	}
+	for _, want := range []string{"create", "delete"} {
+		if !slices.Contains(verbs, want) {
+			t.Errorf("scheduler's verbs on pods %q, want %s (placeholders)", verbs, want)
+		}
+	}
+	// The webhook reads runners and placeholders and deletes placeholders, nothing else.
+	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "delete"}}}
+	if diff := cmp.Diff(wantRules, object[rbacv1.ClusterRole](t, objs, "ClusterRole//"+webhookName).Rules); diff != "" {
+		t.Errorf("webhook's ClusterRole rules (-want,+got):\n%s", diff)
+	}
+	binding := object[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding//"+webhookName)
+	if binding.RoleRef.Name != webhookName || len(binding.Subjects) != 1 || binding.Subjects[0].Name != webhookName || binding.Subjects[0].Namespace != releaseNamespace {
+		t.Errorf("webhook's ClusterRoleBinding = %+v, want its role bound to its ServiceAccount", binding)
+	}
+
+	// The configuration is pkg/webhook.Configuration, through the Service.
+	config := object[admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, webhookConfigKey)
+	want := webhook.Configuration(webhookName, admissionregistrationv1.WebhookClientConfig{
+		Service: &admissionregistrationv1.ServiceReference{
+			Namespace: releaseNamespace, Name: webhookName, Path: ptr.To(webhook.Path), Port: ptr.To[int32](443),
+		},
+		CABundle: config.Webhooks[0].ClientConfig.CABundle,
+	}, "runner-pod")
+	want.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
+	want.Labels = config.Labels
+	if diff := cmp.Diff(want, config); diff != "" {
+		t.Errorf("the chart's ValidatingWebhookConfiguration is not pkg/webhook.Configuration (-Go,+chart):\n%s", diff)
+	}
+
+	// The Secret's certificate is for the Service, signed by the caBundle's CA.
+	secret := object[v1.Secret](t, objs, webhookSecretKey)
+	if secret.Type != v1.SecretTypeTLS {
+		t.Errorf("secret type %s, want %s", secret.Type, v1.SecretTypeTLS)
+	}
+	if !bytes.Equal(secret.Data["ca.crt"], config.Webhooks[0].ClientConfig.CABundle) {
+		t.Errorf("caBundle is not the Secret's ca.crt")
+	}
+	if _, err := tls.X509KeyPair(secret.Data["tls.crt"], secret.Data["tls.key"]); err != nil {
+		t.Errorf("the Secret's tls.crt and tls.key: %v", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(config.Webhooks[0].ClientConfig.CABundle) {
+		t.Fatalf("caBundle holds no certificate")
+	}
+	block, _ := pem.Decode(secret.Data["tls.crt"])
+	if block == nil {
+		t.Fatalf("tls.crt is not PEM")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: webhookName + "." + releaseNamespace + ".svc"}); err != nil {
+		t.Errorf("serving certificate does not verify for the Service's name: %v", err)
+	}
+
+	// Two replicas of the scheduler's image running tandem-webhook, non-root,
+	// read-only root filesystem, on different nodes, its certificate from
+	// the Secret; the scheduler's selectors do not take its pods.
+	d := object[appsv1.Deployment](t, objs, webhookDeployment)
+	sched := object[appsv1.Deployment](t, objs, deploymentKey)
+	pod := d.Spec.Template.Spec
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("webhook replicas = %v, want 2", d.Spec.Replicas)
+	}
+	c := pod.Containers[0]
+	if c.Image != sched.Spec.Template.Spec.Containers[0].Image || !slices.Equal(c.Command, []string{"/usr/local/bin/tandem-webhook"}) {
+		t.Errorf("webhook image %s command %q, want the scheduler's image %s running /usr/local/bin/tandem-webhook",
+			c.Image, c.Command, sched.Spec.Template.Spec.Containers[0].Image)
+	}
+	for _, arg := range []string{"--tls-cert-file=/etc/tandem-webhook/tls/tls.crt", "--tls-private-key-file=/etc/tandem-webhook/tls/tls.key", "--port=9443", "--runner-pod-label=runner-pod"} {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("webhook args %q, want %s", c.Args, arg)
+		}
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "https" || c.Ports[0].ContainerPort != 9443 {
+		t.Errorf("webhook ports = %+v, want https 9443", c.Ports)
+	}
+	for name, p := range map[string]*v1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != webhook.HealthzPath || p.HTTPGet.Scheme != v1.URISchemeHTTPS {
+			t.Errorf("webhook %s probe = %+v, want HTTPS %s", name, p, webhook.HealthzPath)
+		}
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+		t.Errorf("webhook pod securityContext = %+v, want runAsNonRoot", sc)
+	}
+	if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("webhook container securityContext = %+v, want a read-only root filesystem", sc)
+	}
+	if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 ||
+		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != v1.LabelHostname {
+		t.Errorf("webhook affinity = %+v, want anti-affinity across hostnames", a)
+	}
+	if len(pod.Volumes) != 1 || pod.Volumes[0].Secret == nil || pod.Volumes[0].Secret.SecretName != secret.Name {
+		t.Errorf("webhook volumes = %+v, want the Secret %s", pod.Volumes, secret.Name)
+	}
+	podLabels := labels.Set(d.Spec.Template.Labels)
+	schedLabels := labels.Set(sched.Spec.Template.Labels)
+	selects := func(s *metav1.LabelSelector, l labels.Set) bool {
+		sel, err := metav1.LabelSelectorAsSelector(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sel.Matches(l)
+	}
+	if !selects(d.Spec.Selector, podLabels) || selects(d.Spec.Selector, schedLabels) || selects(sched.Spec.Selector, podLabels) {
+		t.Errorf("selectors: webhook %v, scheduler %v; each Deployment must select its own pods only", d.Spec.Selector, sched.Spec.Selector)
+	}
+	if selects(object[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget/"+releaseNamespace+"/"+releaseName).Spec.Selector, podLabels) {
+		t.Errorf("the scheduler's PodDisruptionBudget selects webhook pods")
+	}
+	if labels.SelectorFromSet(object[v1.Service](t, objs, "Service/"+releaseNamespace+"/"+releaseName+"-metrics").Spec.Selector).Matches(podLabels) {
+		t.Errorf("the scheduler's metrics Service selects webhook pods")
+	}
+	pdb := object[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget/"+releaseNamespace+"/"+webhookName)
+	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 || !selects(pdb.Spec.Selector, podLabels) {
+		t.Errorf("webhook PodDisruptionBudget = %+v, want minAvailable 1 of the webhook pods", pdb.Spec)
+	}
+	svc := object[v1.Service](t, objs, "Service/"+releaseNamespace+"/"+webhookName)
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 || svc.Spec.Ports[0].TargetPort.String() != "https" {
+		t.Errorf("webhook Service = %+v, want 443 to the webhook pods' https port", svc.Spec)
+	}
+
+	// Another runner-pod label goes to the objectSelector and the flag.
+	relabelled := byKey(renderChart(t, "--set", "reservationMode=Pods", "--set", "workflowReservation.runnerPodLabel=workflow-of"))
+	sel := object[admissionregistrationv1.ValidatingWebhookConfiguration](t, relabelled, webhookConfigKey).Webhooks[0].ObjectSelector
+	if sel == nil || len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != "workflow-of" || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
+		t.Errorf("objectSelector with runnerPodLabel workflow-of = %+v", sel)
+	}
+	if args := object[appsv1.Deployment](t, relabelled, webhookDeployment).Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--runner-pod-label=workflow-of") {
+		t.Errorf("webhook args with runnerPodLabel workflow-of = %q", args)
+	}
+
+	// A mode that does not exist, or a second one in the args, does not render.
+	for _, set := range []string{"reservationMode=Pod", "workflowReservation.reservationMode=Pods"} {
+		args := []string{"--release", releaseName, "--namespace", releaseNamespace, "--set", set, repoPath(t, chartDir)}
+		if _, stderr, err := tryTool(t, "render-chart", args...); err == nil {
+			t.Errorf("--set %s rendered, want an error", set)
+		} else if !strings.Contains(stderr, "reservationMode") {
+			t.Errorf("--set %s: error %q does not name reservationMode", set, stderr)
+		}
+	}
+}
+
+// manifests/kustomize/pods renders the chart's Pods-mode objects (and the
+// namespace) but the certificate: no Secret, no caBundle (the user brings
+// them).
+func TestKustomizePodsIsTheChartsPodsMode(t *testing.T) {
+	chart := byKey(renderChart(t, "--set", "reservationMode=Pods"))
+	delete(chart, webhookSecretKey)
+	webhooks, _, err := unstructured.NestedSlice(chart[webhookConfigKey].Object, "webhooks")
+	if err != nil || len(webhooks) != 1 {
+		t.Fatalf("the chart's webhooks: %v, %v", webhooks, err)
+	}
+	unstructured.RemoveNestedField(webhooks[0].(map[string]any), "clientConfig", "caBundle")
+	if err := unstructured.SetNestedSlice(chart[webhookConfigKey].Object, webhooks, "webhooks"); err != nil {
+		t.Fatal(err)
+	}
+	pods := byKey(kustomizeBuild(t, kustomizePods))
+	delete(pods, "Namespace//"+releaseNamespace)
+	if diff := cmp.Diff(chart, pods); diff != "" {
+		t.Errorf("helm template --set reservationMode=Pods and %s differ (-helm,+kustomize):\n%s", kustomizePods, diff)
+	}
+}

@@ -1,0 +1,232 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/pkg/webhook"
+	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+)
+
+// startWebhook serves tandem-webhook in-process on loopback and registers
+// it with the apiserver (ValidatingWebhookConfiguration with its URL and
+// CA bundle, failurePolicy Ignore); both go at the end of the test.
+func (e *env) startWebhook() *webhook.Local {
+	e.t.Helper()
+	wh, err := webhook.StartLocal(e.ctx, e.client, webhook.Options{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	name := "tandem-webhook-" + e.ns
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{})
+		if err := wh.Stop(); err != nil {
+			e.t.Errorf("stopping the webhook: %v", err)
+		}
+	})
+	if err := wh.Register(e.ctx, e.client, name, "", e.ns); err != nil {
+		e.t.Fatal(err)
+	}
+	return wh
+}
+
+// placeholder creates the placeholder of runner incarnation uid on node, as
+// tandem's leader does in reservationMode Pods (placeholder.go).
+func (e *env) placeholder(runner string, uid types.UID, node, cpu string) *v1.Pod {
+	e.t.Helper()
+	return e.create(workflowreservation.PlaceholderName(runner), podSpec{
+		cpu:         cpu,
+		node:        node,
+		labels:      map[string]string{workflowreservation.PlaceholderLabel: "true"},
+		annotations: map[string]string{workflowreservation.PlaceholderOfAnnotation: runner},
+		mutate: func(p *v1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: runner, UID: uid, Controller: ptr.To(true)}}
+		},
+	})
+}
+
+// heldRunner creates a runner pod of 1 cpu bound to node and its
+// placeholder of cpu.
+func (e *env) heldRunner(name, node, cpu string) (runner, hold *v1.Pod) {
+	e.t.Helper()
+	runner = e.create(name, podSpec{cpu: "1", runner: true, node: node})
+	return runner, e.placeholder(runner.Name, runner.UID, node, cpu)
+}
+
+// gone reports whether the pod is not there (or another pod took its name).
+func (e *env) gone(pod *v1.Pod) bool {
+	e.t.Helper()
+	got, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, pod.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return got.UID != pod.UID
+}
+
+// The workflow pod of hooks v0.7.0, pinned to its runner's node with
+// nodeName, bypasses every scheduler: tandem-webhook deletes the runner's
+// placeholder while the pod is admitted, so Create returns with the
+// placeholder gone, and a watch on the node's pods (the kubelet's) delivers
+// the placeholder's deletion before the workflow pod.
+func TestWebhookReleasesPlaceholderBeforePinnedWorkflowPod(t *testing.T) {
+	const node = "webhook-n1"
+	e := newEnvWithoutScheduler(t, map[string]string{node: "4"})
+	wh := e.startWebhook()
+	runner, hold := e.heldRunner("runner", node, "2")
+
+	list, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.client.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{
+		FieldSelector:   fields.OneTermEqualSelector("spec.nodeName", node).String(),
+		ResourceVersion: list.ResourceVersion,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	reviewed := wh.Handler().Reviewed()
+	workflow := e.create("runner-workflow", podSpec{cpu: "2", node: node, workflowOf: runner.Name})
+	if !e.gone(hold) {
+		t.Fatalf("placeholder %s still there when the workflow pod's Create returned", hold.Name)
+	}
+	if got := wh.Handler().Reviewed(); got != reviewed+1 {
+		t.Errorf("webhook reviewed %d pods for the workflow pod, want 1", got-reviewed)
+	}
+
+	var seen []string
+	deleted := false
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for done := false; !done; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed; events so far: %q", seen)
+			}
+			pod, isPod := ev.Object.(*v1.Pod)
+			if !isPod {
+				t.Fatalf("watch event %s of %T", ev.Type, ev.Object)
+			}
+			seen = append(seen, string(ev.Type)+" "+pod.Name+" rv "+pod.ResourceVersion)
+			switch {
+			case ev.Type == watch.Deleted && pod.UID == hold.UID:
+				deleted = true
+			case ev.Type == watch.Added && pod.UID == workflow.UID:
+				if !deleted {
+					t.Errorf("the node's watch delivered the workflow pod before the placeholder's deletion: %q", seen)
+				}
+				done = true
+			}
+		case <-timeout.C:
+			t.Fatalf("no ADDED event for the workflow pod within 30s; events: %q", seen)
+		}
+	}
+}
+
+// What the webhook leaves alone: the placeholder of an older incarnation of
+// the runner (same name, other UID), the placeholder when a pod without the
+// runner-pod label is pinned to the node, and everything on a dry run.
+func TestWebhookLeavesOtherPodsAlone(t *testing.T) {
+	const node = "webhook-n2"
+	e := newEnvWithoutScheduler(t, map[string]string{node: "8"})
+	wh := e.startWebhook()
+
+	t.Run("older runner incarnation", func(t *testing.T) {
+		runner := e.create("old-runner", podSpec{cpu: "1", runner: true, node: node})
+		hold := e.placeholder(runner.Name, "uid-of-an-earlier-incarnation", node, "1")
+		reviewed := wh.Handler().Reviewed()
+		e.create("old-runner-workflow", podSpec{cpu: "1", node: node, workflowOf: runner.Name})
+		if got := wh.Handler().Reviewed(); got != reviewed+1 {
+			t.Fatalf("webhook reviewed %d pods, want the workflow pod", got-reviewed)
+		}
+		if e.gone(hold) {
+			t.Errorf("the placeholder of another incarnation of %s was deleted", runner.Name)
+		}
+	})
+
+	t.Run("pod without the label", func(t *testing.T) {
+		_, hold := e.heldRunner("plain-runner", node, "1")
+		reviewed := wh.Handler().Reviewed()
+		// Named like the runner's workflow pod, but not labelled.
+		e.create("plain-runner-workflow", podSpec{cpu: "1", node: node})
+		if got := wh.Handler().Reviewed(); got != reviewed {
+			t.Errorf("webhook reviewed %d pods without the runner-pod label, want 0 (objectSelector)", got-reviewed)
+		}
+		if e.gone(hold) {
+			t.Errorf("placeholder deleted for a pod without the runner-pod label")
+		}
+	})
+
+	t.Run("dry run", func(t *testing.T) {
+		runner, hold := e.heldRunner("dry-runner", node, "1")
+		reviewed := wh.Handler().Reviewed()
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "dry-runner-workflow", Namespace: e.ns, Labels: map[string]string{"runner-pod": runner.Name}},
+			Spec:       v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "job", Image: "image"}}},
+		}
+		if _, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := wh.Handler().Reviewed(); got != reviewed+1 {
+			t.Fatalf("webhook reviewed %d dry-run pods, want 1", got-reviewed)
+		}
+		if e.gone(hold) {
+			t.Errorf("placeholder deleted on a dry run")
+		}
+	})
+}
+
+// With the webhook down (failurePolicy Ignore), a pinned workflow pod is
+// still created: a webhook outage fails no pod creation. Its placeholder
+// stays; removing it then is the job of tandem's fallback (the leader
+// deletes a placeholder whose workflow pod it sees), not tested here: meanwhile
+// a kubelet whose node is full would reject the pod.
+func TestWebhookDownAllowsWorkflowPod(t *testing.T) {
+	const node = "webhook-n3"
+	e := newEnvWithoutScheduler(t, map[string]string{node: "4"})
+	wh := e.startWebhook()
+	runner, hold := e.heldRunner("runner", node, "2")
+	if err := wh.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	workflow := e.create("runner-workflow", podSpec{cpu: "2", node: node, workflowOf: runner.Name})
+	if workflow.Spec.NodeName != node {
+		t.Errorf("workflow pod on %q, want %s", workflow.Spec.NodeName, node)
+	}
+	if e.gone(hold) {
+		t.Errorf("placeholder deleted with the webhook down: something else deleted it")
+	}
+}
+
+// The chart's Pods-mode objects are valid for the real apiserver (the
+// webhook configuration's match condition compiles, the Secret is a valid
+// TLS Secret): a dry-run server-side apply of all of them succeeds.
+func TestChartPodsModeApplies(t *testing.T) {
+	e := newEnvWithoutScheduler(t, nil)
+	objs := renderChart(t, "--namespace", e.ns, "--set", "reservationMode=Pods", "--set", "fullnameOverride="+e.ns)
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		kinds[o.GetKind()] = true
+	}
+	if !kinds["ValidatingWebhookConfiguration"] || !kinds["Secret"] {
+		t.Fatalf("rendered kinds %v, want the webhook's", kinds)
+	}
+	apply(t, e.ctx, objs, metav1.ApplyOptions{FieldManager: "tandem-helm", DryRun: []string{metav1.DryRunAll}})
+}
