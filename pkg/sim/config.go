@@ -60,15 +60,17 @@ func (k Kind) SchedulerName() string {
 // real-time backoff (1-10s) would otherwise stretch into minutes of simulated
 // time.
 //
-// grace is tandem's noWorkflowPodGrace (TandemArgs); TandemPods adds
-// reservationMode: Pods.
+// grace is tandem's noWorkflowPodGrace (TandemArgs); TandemPods is the
+// profile with reservationMode: Pods (inprocess.Profile.ReservationMode).
 func SchedulerConfig(k Kind, scoring string, grace time.Duration) string {
 	p := inprocess.Profile{SchedulerName: k.SchedulerName(), Tandem: k.IsTandem(), Scoring: scoring, BackoffSeconds: 1}
 	if k.IsTandem() {
 		p.Args = TandemArgs(grace)
 	}
 	if k == TandemPods {
-		p.Args = append(p.Args, "reservationMode: "+config.ReservationModePods)
+		// The shipped Pods profile: NodeResourcesFit's filter runs inside
+		// WorkflowReservation, so the placeholder is handed over at Permit.
+		p.ReservationMode = config.ReservationModePods
 	}
 	return inprocess.Config(p)
 }
