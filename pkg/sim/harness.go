@@ -117,8 +117,8 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	// (hookMode v0.7.0-nodename) bypasses every scheduler; with
 	// reservationMode: Pods the kubelet counts its runner's placeholder
 	// and may reject it (OutOfcpu) unless the placeholder is removed before
-	// the pod is stored. That is tandem-webhook's job (pkg/webhook, on
-	// branch webhook, not merged yet): for TandemPods, start it here with
+	// the pod is stored. That is tandem-webhook's job (pkg/webhook, not
+	// wired in here yet): for TandemPods, start it here with
 	// webhook.StartLocal(ctx, client, ...), register its
 	// ValidatingWebhookConfiguration (Local.Register, which waits until the
 	// apiserver calls it) before any pod exists, and remove the
