@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -26,6 +27,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/sim/report"
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
 	"github.com/tandem-scheduler/tandem/pkg/sim/storage"
+	"github.com/tandem-scheduler/tandem/pkg/webhook"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
@@ -53,6 +55,9 @@ type Harness struct {
 	NoWorkflowPodGrace time.Duration
 
 	kind Kind
+	// webhook is tandem-webhook, served for TandemPods with a scale set
+	// pinned by nodeName, else nil.
+	webhook *webhook.Local
 	// auto is the run's Karpenter (scenario autoscale), else nil;
 	// scaledDown and scaleEnd are what ScaleDown saw.
 	auto       *autoscaler
@@ -113,21 +118,23 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 		h.Close()
 		return nil, err
 	}
-	// ADMISSION WEBHOOK GOES HERE. A workflow pod pinned with nodeName
-	// (hookMode v0.7.0-nodename) bypasses every scheduler; with
-	// reservationMode: Pods the kubelet counts its runner's placeholder
-	// and may reject it (OutOfcpu) unless the placeholder is removed before
-	// the pod is stored. That is tandem-webhook's job (pkg/webhook, not
-	// wired in here yet): for TandemPods, start it here with
-	// webhook.StartLocal(ctx, client, ...), register its
-	// ValidatingWebhookConfiguration (Local.Register, which waits until the
-	// apiserver calls it) before any pod exists, and remove the
-	// configuration in Close: it is cluster-wide, and the next run's
-	// scheduler may be another kind. Until then such a scale set runs
-	// without it and the kubelet emulator decides, as it would in a
-	// cluster without the webhook.
+	// tandem-webhook: a workflow pod pinned with nodeName (hookMode
+	// v0.7.0-nodename) bypasses every scheduler; with reservationMode: Pods
+	// the kubelet counts its runner's placeholder and may reject it
+	// (OutOfcpu) unless the placeholder is removed before the pod is
+	// stored, which the webhook does. It is served in-process and
+	// registered (cluster-wide, for pods with the runner-pod label) before
+	// any pod of the run exists; Close removes it.
 	if k == TandemPods && pinsWithNodeName(sets) {
-		logger.Info("tandem-pods with a nodeName-pinned scale set and no admission webhook: the simulator does not run pkg/webhook yet; the kubelet may reject workflow pods while their placeholder holds the room")
+		if h.webhook, err = webhook.StartLocal(ctx, client, webhook.Options{RunnerPodLabel: arc.RunnerPodLabel}); err != nil {
+			h.Close()
+			return nil, err
+		}
+		if err := h.webhook.Register(ctx, client, WebhookName, arc.RunnerPodLabel, ns); err != nil {
+			h.Close()
+			return nil, err
+		}
+		logger.Info("tandem-webhook serving", "url", h.webhook.URL())
 	}
 	for _, s := range sets {
 		if cm := s.ConfigMap(); cm != nil {
@@ -194,6 +201,10 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	return h, nil
 }
 
+// WebhookName is the ValidatingWebhookConfiguration of tandem-webhook in a
+// run of TandemPods with a scale set pinned by nodeName.
+const WebhookName = "tandem-sim-webhook"
+
 // pinsWithNodeName reports whether a scale set's hook pins workflow pods
 // with nodeName.
 func pinsWithNodeName(sets []*arc.ScaleSet) bool {
@@ -231,6 +242,17 @@ func (h *Harness) Close() {
 			h.logger.Error(err, "Stopping karpenter")
 		}
 		cancel()
+	}
+	if h.webhook != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := h.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, WebhookName, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			h.logger.Error(err, "Deleting the webhook configuration", "name", WebhookName)
+		}
+		cancel()
+		if err := h.webhook.Stop(); err != nil {
+			h.logger.Error(err, "Stopping tandem-webhook")
+		}
 	}
 	h.stop()
 	if h.Factory != nil {
