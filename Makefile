@@ -72,7 +72,7 @@ fuzz:
 	  done; \
 	done
 
-## test-autoscale: the real Karpenter (KWOK provider) on a local control plane with the kubelet emulator (test/autoscale, ~45 s; make test runs it too)
+## test-autoscale: the real Karpenter (KWOK provider) on a local control plane with the kubelet emulator, and the simulator's autoscale scenario small (test/autoscale; make test runs it too)
 .PHONY: test-autoscale
 test-autoscale: control-plane karpenter
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/autoscale/

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
+	"github.com/tandem-scheduler/tandem/pkg/karpenter"
 	"github.com/tandem-scheduler/tandem/pkg/sim"
 	"github.com/tandem-scheduler/tandem/pkg/sim/report"
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
@@ -26,7 +27,7 @@ func main() {
 	_ = flag.Set("logtostderr", "false")
 	_ = flag.Set("stderrthreshold", "FATAL")
 	scenarioFile := flag.String("scenario", "test/scenarios/seed.yaml", "scenario file")
-	schedulers := flag.String("schedulers", "default,tandem", "schedulers under test, comma-separated: default, tandem, anti-affinity")
+	schedulers := flag.String("schedulers", "default,tandem", "schedulers under test, comma-separated: default, tandem, anti-affinity, tandem-pods")
 	timeScale := flag.Float64("time-scale", 0, "simulated seconds per real second (0: the scenario's)")
 	seed := flag.Int64("seed", 0, "job generator seed (0: the scenario's)")
 	out := flag.String("out", "_output/demo", "directory for report.json and report.svg")
@@ -68,11 +69,19 @@ func run(ctx context.Context, file, schedulers, out string, opts sim.Options) er
 	for _, k := range kinds {
 		fmt.Printf("Running with scheduler %q ...\n", k)
 	}
+	if sc.Autoscale != nil {
+		opts.Kubeconfig, opts.KarpenterLogDir = cp.KubeconfigPath(), out+"/karpenter"
+		fmt.Printf("Autoscaling with Karpenter %s (KWOK provider); its logs in %s/<scheduler>/\n", karpenter.Version, opts.KarpenterLogDir)
+	}
 	rep, err := sim.Compare(ctx, cp.RESTConfig(), sc, kinds, opts)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\nSeed %d, time scale %gx, %d nodes; times in simulated seconds.\n\n", rep.Seed, rep.TimeScale, rep.Nodes)
+	nodes := fmt.Sprintf("%d nodes", rep.Nodes)
+	if sc.Autoscale != nil {
+		nodes = fmt.Sprintf("%d static nodes + Karpenter's", rep.Nodes)
+	}
+	fmt.Printf("\nSeed %d, time scale %gx, %s; times in simulated seconds.\n\n", rep.Seed, rep.TimeScale, nodes)
 	report.PrintTable(os.Stdout, rep)
 	jsonPath, svgPath := out+"/report.json", out+"/report.svg"
 	if err := report.WriteJSON(jsonPath, rep); err != nil {

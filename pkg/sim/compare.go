@@ -6,6 +6,7 @@ import (
 	"math/rand"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -64,7 +65,22 @@ func idealBound(sc *scenario.Scenario, seed int64) (report.Ideal, error) {
 		}
 		pairs[s.Name] = pair
 	}
+	pair := func(j arc.Job) v1.ResourceList {
+		if !j.Container {
+			return runners[j.ScaleSet]
+		}
+		return pairs[j.ScaleSet]
+	}
 	total := v1.ResourceList{}
+	if a := sc.Autoscale; a != nil {
+		// The cluster grows: only Karpenter's cpu limit bounds it, with
+		// the memory its instance family has per cpu.
+		if a.CPULimit == 0 {
+			return report.IdealBound(arcJobs(sc.Stream(seed)), pair, total), nil
+		}
+		total[v1.ResourceCPU] = *resource.NewQuantity(int64(a.CPULimit), resource.DecimalSI)
+		total[v1.ResourceMemory] = *resource.NewQuantity(int64(a.CPULimit)*a.MemoryPerCPU(), resource.BinarySI)
+	}
 	for _, pool := range sc.Nodes {
 		for name, q := range pool.Capacity {
 			for range pool.Count {
@@ -73,12 +89,6 @@ func idealBound(sc *scenario.Scenario, seed int64) (report.Ideal, error) {
 				total[name] = sum
 			}
 		}
-	}
-	pair := func(j arc.Job) v1.ResourceList {
-		if !j.Container {
-			return runners[j.ScaleSet]
-		}
-		return pairs[j.ScaleSet]
 	}
 	return report.IdealBound(arcJobs(sc.Stream(seed)), pair, total), nil
 }

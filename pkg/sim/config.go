@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/inprocess"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
@@ -30,15 +31,23 @@ const (
 	// AntiAffinity is the default profile with runners spread one per node by
 	// a required pod anti-affinity: the usual workaround.
 	AntiAffinity Kind = "anti-affinity"
+	// TandemPods is Tandem with reservationMode: Pods: a held reservation
+	// is also a placeholder pod on the runner's node, which the kubelet,
+	// other schedulers and cluster autoscalers count.
+	TandemPods Kind = "tandem-pods"
 )
 
 // Kinds lists the schedulers under test.
-var Kinds = []Kind{Default, Tandem, AntiAffinity}
+var Kinds = []Kind{Default, Tandem, AntiAffinity, TandemPods}
+
+// IsTandem reports whether k runs the WorkflowReservation plugin (in either
+// reservation mode).
+func (k Kind) IsTandem() bool { return k == Tandem || k == TandemPods }
 
 // SchedulerName is the profile's schedulerName: what ARC users set (or
 // leave at the default) in their runner and hook templates.
 func (k Kind) SchedulerName() string {
-	if k == Tandem {
+	if k.IsTandem() {
 		return "tandem-scheduler"
 	}
 	return v1.DefaultSchedulerName
@@ -51,11 +60,17 @@ func (k Kind) SchedulerName() string {
 // real-time backoff (1-10s) would otherwise stretch into minutes of simulated
 // time.
 //
-// grace is tandem's noWorkflowPodGrace (TandemArgs).
+// grace is tandem's noWorkflowPodGrace (TandemArgs); TandemPods is the
+// profile with reservationMode: Pods (inprocess.Profile.ReservationMode).
 func SchedulerConfig(k Kind, scoring string, grace time.Duration) string {
-	p := inprocess.Profile{SchedulerName: k.SchedulerName(), Tandem: k == Tandem, Scoring: scoring, BackoffSeconds: 1}
-	if k == Tandem {
+	p := inprocess.Profile{SchedulerName: k.SchedulerName(), Tandem: k.IsTandem(), Scoring: scoring, BackoffSeconds: 1}
+	if k.IsTandem() {
 		p.Args = TandemArgs(grace)
+	}
+	if k == TandemPods {
+		// The shipped Pods profile: NodeResourcesFit's filter runs inside
+		// WorkflowReservation, so the placeholder is handed over at Permit.
+		p.ReservationMode = config.ReservationModePods
 	}
 	return inprocess.Config(p)
 }
@@ -89,7 +104,7 @@ func NoWorkflowPodGrace(sc *scenario.Scenario, scale float64) time.Duration {
 func configure(k Kind, set *arc.ScaleSet) error {
 	set.SchedulerName = k.SchedulerName()
 	switch k {
-	case Tandem:
+	case Tandem, TandemPods:
 		tmpl, err := withSchedulerName(set.HookTemplate, k.SchedulerName())
 		if err != nil {
 			return fmt.Errorf("scale set %s: %w", set.Name, err)

@@ -41,3 +41,31 @@ func TestSchedulerConfigGrace(t *testing.T) {
 		t.Errorf("the default scheduler's config has tandem args:\n%s", got)
 	}
 }
+
+// tandem-pods is tandem's profile with reservationMode: Pods, and only it
+// has that argument; both route runners to tandem-scheduler.
+func TestSchedulerConfigReservationMode(t *testing.T) {
+	tests := map[string]struct {
+		kind     Kind
+		wantMode bool
+	}{
+		"tandem":      {kind: Tandem},
+		"tandem-pods": {kind: TandemPods, wantMode: true},
+		"default":     {kind: Default},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := SchedulerConfig(tc.kind, "", time.Second)
+			if has := strings.Contains(got, "reservationMode: Pods"); has != tc.wantMode {
+				t.Errorf("reservationMode: Pods in the config = %v, want %v:\n%s", has, tc.wantMode, got)
+			}
+			// The Pods profile runs NodeResourcesFit's filter in the plugin.
+			if has := strings.Contains(got, "    filter:\n      disabled:\n      - name: NodeResourcesFit"); has != tc.wantMode {
+				t.Errorf("NodeResourcesFit's filter disabled = %v, want %v:\n%s", has, tc.wantMode, got)
+			}
+			if tc.kind.IsTandem() && (tc.kind.SchedulerName() != "tandem-scheduler" || !strings.Contains(got, "WorkflowReservation")) {
+				t.Errorf("%s: scheduler name %q, config without WorkflowReservation:\n%s", tc.kind, tc.kind.SchedulerName(), got)
+			}
+		})
+	}
+}

@@ -83,6 +83,32 @@ func (e *environment) addNode(ctx context.Context, pool *scenario.NodePool) (str
 	return name, node.Status.Allocatable, nil
 }
 
+// addExternal records a node the run did not create (Karpenter's) while
+// it lives; removeExternal records it gone.
+func (e *environment) addExternal(name string, allocatable v1.ResourceList) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.nodes[name], e.all[name] = allocatable, allocatable
+}
+
+func (e *environment) removeExternal(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.nodes, name)
+}
+
+// staticCPU returns the capacity cpu (millicores) of the nodes the run
+// created from the scenario's pools.
+func (e *environment) staticCPU() map[string]int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]int64{}
+	for name, pool := range e.pool {
+		out[name] = pool.Capacity.Cpu().MilliValue()
+	}
+	return out
+}
+
 // addNodeLike adds a new node of the pool of node (which may be gone),
 // retrying while the apiserver does not answer.
 func (e *environment) addNodeLike(ctx context.Context, node string) (string, v1.ResourceList, error) {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/karpenter"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
 	"github.com/tandem-scheduler/tandem/pkg/sim/clock"
 	"github.com/tandem-scheduler/tandem/pkg/sim/invariant"
@@ -23,6 +27,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/sim/report"
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
 	"github.com/tandem-scheduler/tandem/pkg/sim/storage"
+	"github.com/tandem-scheduler/tandem/pkg/webhook"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
@@ -49,7 +54,15 @@ type Harness struct {
 	// configured with it (TandemArgs), the checker releases by it.
 	NoWorkflowPodGrace time.Duration
 
-	kind       Kind
+	kind Kind
+	// webhook is tandem-webhook, served for TandemPods with a scale set
+	// pinned by nodeName, else nil.
+	webhook *webhook.Local
+	// auto is the run's Karpenter (scenario autoscale), else nil;
+	// scaledDown and scaleEnd are what ScaleDown saw.
+	auto       *autoscaler
+	scaledDown bool
+	scaleEnd   time.Duration
 	dynFactory dynamicinformer.DynamicSharedInformerFactory
 	env        *environment
 	started    time.Time
@@ -105,6 +118,24 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 		h.Close()
 		return nil, err
 	}
+	// tandem-webhook: a workflow pod pinned with nodeName (hookMode
+	// v0.7.0-nodename) bypasses every scheduler; with reservationMode: Pods
+	// the kubelet counts its runner's placeholder and may reject it
+	// (OutOfcpu) unless the placeholder is removed before the pod is
+	// stored, which the webhook does. It is served in-process and
+	// registered (cluster-wide, for pods with the runner-pod label) before
+	// any pod of the run exists; Close removes it.
+	if k == TandemPods && pinsWithNodeName(sets) {
+		if h.webhook, err = webhook.StartLocal(ctx, client, webhook.Options{RunnerPodLabel: arc.RunnerPodLabel}); err != nil {
+			h.Close()
+			return nil, err
+		}
+		if err := h.webhook.Register(ctx, client, WebhookName, arc.RunnerPodLabel, ns); err != nil {
+			h.Close()
+			return nil, err
+		}
+		logger.Info("tandem-webhook serving", "url", h.webhook.URL())
+	}
 	for _, s := range sets {
 		if cm := s.ConfigMap(); cm != nil {
 			if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -125,8 +156,17 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	if sc.StorageTopology == "zone" {
 		volumes.TopologyKey = v1.LabelTopologyZone
 	}
+	if sc.Autoscale != nil {
+		// The kubelet of every node Karpenter launches.
+		h.Kubelet.AdoptNodes(karpenter.IsKarpenterNode, 0)
+		if h.auto, err = newAutoscaler(ctx, sc.Autoscale, client, cfg, h.Clock, h.env, h.Factory); err != nil {
+			h.Close()
+			return nil, err
+		}
+		h.auto.onAdd, h.auto.onRemove = h.Checker.AddNode, h.Checker.RemoveNode
+	}
 	for _, start := range []func(context.Context, informers.SharedInformerFactory) error{
-		h.Kubelet.Start, volumes.Start, podgc.New(client, h.Clock).Start, h.Checker.Start,
+		h.Kubelet.Start, volumes.Start, podgc.New(client, h.Clock).Start, podgc.NewOwners(client).Start, h.Checker.Start,
 	} {
 		if err := start(ctx, h.Factory); err != nil {
 			h.Close()
@@ -144,12 +184,76 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	h.dynFactory.WaitForCacheSync(ctx.Done())
 	h.Emulator = arc.NewEmulator(client, h.Factory.Core().V1().Pods().Lister(), h.Clock, h.Kubelet, seed, sets, timing, arcJobs(sc.Stream(seed)))
 	h.Emulator.SetEphemeralRunners(dyn)
+	if h.auto != nil {
+		h.Emulator.SetHostnames(h.auto.hostname)
+		dir := opts.KarpenterLogDir
+		if dir == "" {
+			if dir, err = os.MkdirTemp("", "tandem-sim-karpenter-"); err != nil {
+				h.Close()
+				return nil, err
+			}
+		}
+		if err := h.auto.start(ctx, cfg, opts.Kubeconfig, filepath.Join(dir, string(k))); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
 	return h, nil
+}
+
+// WebhookName is the ValidatingWebhookConfiguration of tandem-webhook in a
+// run of TandemPods with a scale set pinned by nodeName.
+const WebhookName = "tandem-sim-webhook"
+
+// pinsWithNodeName reports whether a scale set's hook pins workflow pods
+// with nodeName.
+func pinsWithNodeName(sets []*arc.ScaleSet) bool {
+	for _, s := range sets {
+		if s.HookMode == arc.HookNodeName {
+			return true
+		}
+	}
+	return false
+}
+
+// ScaleDown waits, in a run with autoscaling, for Karpenter to remove the
+// nodes it launched (the lull after the last job), then removes what is
+// left and stops Karpenter, so that the probe (Report) sees only the
+// scenario's nodes and no later run inherits a node. Without autoscaling
+// it does nothing.
+func (h *Harness) ScaleDown(ctx context.Context) error {
+	if h.auto == nil {
+		return nil
+	}
+	h.scaledDown = h.auto.awaitScaleDown(ctx)
+	h.scaleEnd = h.Clock.Now()
+	if !h.scaledDown {
+		h.logger.Info("Karpenter did not remove every node it launched in time", "left", h.auto.live())
+	}
+	return h.auto.stop(ctx)
 }
 
 // Close stops the emulators and informers and removes the run's pods,
 // claims, volumes and nodes.
 func (h *Harness) Close() {
+	if h.auto != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		if err := h.auto.stop(ctx); err != nil {
+			h.logger.Error(err, "Stopping karpenter")
+		}
+		cancel()
+	}
+	if h.webhook != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := h.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, WebhookName, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			h.logger.Error(err, "Deleting the webhook configuration", "name", WebhookName)
+		}
+		cancel()
+		if err := h.webhook.Stop(); err != nil {
+			h.logger.Error(err, "Stopping tandem-webhook")
+		}
+	}
 	h.stop()
 	if h.Factory != nil {
 		h.Factory.Shutdown()
@@ -182,6 +286,13 @@ func (h *Harness) Report(ctx context.Context, results []arc.Result) (report.Run,
 		run.Violations = append(run.Violations, fmt.Sprintf("t=%.0fs node %s: %s", v.T.Seconds(), v.Node, v.Message))
 	}
 	run.InvariantViolations = len(run.Violations)
+	if h.auto != nil {
+		end := h.scaleEnd
+		for _, r := range results {
+			end = max(end, r.Ended)
+		}
+		run.SetAutoscale(h.auto.summary(end, h.env.staticCPU(), h.scaledDown))
+	}
 	run.ReservationsLeft = len(h.Checker.Reservations()) + len(blocked)
 	run.WallSeconds = float64(time.Since(h.started).Round(100*time.Millisecond)) / float64(time.Second)
 	if len(blocked) > 0 {

@@ -26,6 +26,13 @@ type Options struct {
 	TimeScale float64
 	// Timeout bounds the run in real time (default 15m).
 	Timeout time.Duration
+	// Kubeconfig is the control plane's kubeconfig file: Karpenter, a
+	// process of its own, needs it in a scenario with autoscale.
+	Kubeconfig string
+	// KarpenterLogDir receives Karpenter's log of each run, in a directory
+	// named after the scheduler under test (default: a new temporary
+	// directory).
+	KarpenterLogDir string
 }
 
 // Run runs the scenario once with the scheduler k, in-process, on the
@@ -49,6 +56,9 @@ func Run(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k Kind, o
 	defer sched.Stop()
 	results, err := h.Emulate(ctx)
 	if err != nil {
+		return report.Run{}, fmt.Errorf("%s: %w", k, err)
+	}
+	if err := h.ScaleDown(ctx); err != nil {
 		return report.Run{}, fmt.Errorf("%s: %w", k, err)
 	}
 	return h.Report(ctx, results)

@@ -91,6 +91,8 @@ type Emulator struct {
 	// ephemeralRunners, when set, is where ARC's EphemeralRunner objects
 	// are kept (SetEphemeralRunners).
 	ephemeralRunners dynamic.Interface
+	// hostname maps a node name to its hostname label (SetHostnames).
+	hostname func(node string) string
 	// names draws step Job and pod names.
 	names *rand.Rand
 	// orphans are step Jobs whose job ended before them: their pods still
@@ -168,6 +170,49 @@ func NewEmulator(client kubernetes.Interface, pods corelisters.PodLister, clock 
 // owner of its pod, status.jobId and status.jobRequestId written when the
 // runner takes a job, deleted when the runner is done. Call it before Run.
 func (e *Emulator) SetEphemeralRunners(client dynamic.Interface) { e.ephemeralRunners = client }
+
+// SetHostnames tells the hook each node's kubernetes.io/hostname label
+// (hostname returns "" for a node it does not know). The hooks pin a
+// runner's pods with a hostname affinity whose value is the runner's node
+// name, which is the node's hostname label on the clouds ARC users run
+// (EKS, GKE, AKS, kind); Karpenter's KWOK provider labels its nodes with
+// the NodeClaim's name instead, so that the emulated hook pins to what the
+// label says there. Call it before Run.
+func (e *Emulator) SetHostnames(hostname func(node string) string) { e.hostname = hostname }
+
+// pinToHostname rewrites, in a hostname affinity the hook built for node,
+// the node's name to its hostname label (SetHostnames).
+func (e *Emulator) pinToHostname(spec *v1.PodSpec, node string) {
+	if e.hostname == nil || spec.Affinity == nil || spec.Affinity.NodeAffinity == nil {
+		return
+	}
+	label := e.hostname(node)
+	if label == "" || label == node {
+		return
+	}
+	rewrite := func(t *v1.NodeSelectorTerm) {
+		for i := range t.MatchExpressions {
+			r := &t.MatchExpressions[i]
+			if r.Key != v1.LabelHostname {
+				continue
+			}
+			for j, v := range r.Values {
+				if v == node {
+					r.Values[j] = label
+				}
+			}
+		}
+	}
+	na := spec.Affinity.NodeAffinity
+	if req := na.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
+		for i := range req.NodeSelectorTerms {
+			rewrite(&req.NodeSelectorTerms[i])
+		}
+	}
+	for i := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+		rewrite(&na.PreferredDuringSchedulingIgnoredDuringExecution[i].Preference)
+	}
+}
 
 // Jobs returns how many jobs the stream has.
 func (e *Emulator) Jobs() int { return len(e.jobs) }

@@ -128,6 +128,7 @@ func (e *Emulator) prepareJob(ctx context.Context, s *setState, r *runner, runne
 		e.finish(ctx, s, r, runnerPod, now, false, ReasonHookError, err.Error())
 		return
 	}
+	e.pinToHostname(&pod.Spec, runnerPod.Spec.NodeName)
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err) || apierrors.IsInvalid(err):

@@ -145,6 +145,7 @@ func (e *Emulator) startStep(ctx context.Context, s *setState, r *runner, runner
 			e.failStep(ctx, s, r, runnerPod, now, ReasonHookError, err.Error())
 			return
 		}
+		e.pinToHostname(&job.Spec.Template.Spec, runnerPod.Spec.NodeName)
 		created, err := e.client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
 		if err != nil {
 			e.failStep(ctx, s, r, runnerPod, now, hookErrorReason(err), "creating the step Job: "+err.Error())
@@ -160,6 +161,7 @@ func (e *Emulator) startStep(ctx context.Context, s *setState, r *runner, runner
 		e.failStep(ctx, s, r, runnerPod, now, ReasonHookError, err.Error())
 		return
 	}
+	e.pinToHostname(&pod.Spec, runnerPod.Spec.NodeName)
 	created, err := e.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		e.failStep(ctx, s, r, runnerPod, now, hookErrorReason(err), "creating the step pod: "+err.Error())

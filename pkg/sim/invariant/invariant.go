@@ -317,6 +317,12 @@ func (c *Checker) observe(obj any, deleted bool) {
 			c.seq[pod.UID] = c.nextSeq
 		}
 		c.pods[pod.UID] = pod
+		if tandemOwn(pod) {
+			// A placeholder or pair pod: never a runner or workflow pod.
+			touched[pod.Spec.NodeName] = true
+			c.checkNodesLocked(touched)
+			return
+		}
 		c.checkRecordLocked(pod)
 		if _, ok := pod.Annotations[workflowreservation.ReservationAnnotation]; ok && pod.Spec.NodeName != "" && !c.recorded[pod.UID] {
 			// Its EphemeralRunner may have shown the job first.
@@ -424,7 +430,7 @@ func (c *Checker) heldLocked(runner *v1.Pod, rec workflowreservation.Recorded, o
 	wfUID, claimed := c.workflow[runner.UID]
 	steps := v1.ResourceList{}
 	for _, p := range onNode {
-		if p.UID == wfUID || p.Namespace != runner.Namespace {
+		if p.UID == wfUID || p.Namespace != runner.Namespace || tandemOwn(p) {
 			continue
 		}
 		name, viaJob, _ := c.stepJobLocked(p)
@@ -477,7 +483,15 @@ func (c *Checker) checkLocked(node string) {
 			onNode = append(onNode, p)
 		}
 	}
+	holds := c.placeholdersLocked(node, onNode)
 	for _, p := range onNode {
+		if ph := c.holdOf(p, holds); ph != nil {
+			// A placeholder runs: the kubelet counts its requests (and its
+			// pod slot), and its runner's reservation below counts at least
+			// as much, so it is counted there and only there.
+			parts = append(parts, fmt.Sprintf("%s(uid %s) placeholder runs cpu=%s, counted in its runner's reservation", p.Name, p.UID, ph.Cpu()))
+			continue
+		}
 		if p.Status.Phase == v1.PodRunning {
 			if _, _, known := c.stepJobLocked(p); !known {
 				// A Job's pod before its Job: its role (a step pod, which
@@ -494,6 +508,9 @@ func (c *Checker) checkLocked(node string) {
 			continue
 		}
 		held, step := c.heldLocked(p, rec, onNode)
+		if ph, ok := holds[p.UID]; ok {
+			held = atLeast(held, ph)
+		}
 		addTo(reserved, held)
 		if step {
 			addTo(reservedStep, held)
@@ -527,6 +544,60 @@ func (c *Checker) checkLocked(node string) {
 		return
 	}
 	c.samples[node] = append(list, s)
+}
+
+// tandemOwn reports whether pod is one of the plugin's own pods: a
+// placeholder (reservationMode: Pods) or a pair pod. Neither is a runner,
+// a workflow or a step pod. (A pair pod is told by its label alone: the
+// plugin's full check is not exported.)
+func tandemOwn(pod *v1.Pod) bool {
+	return workflowreservation.IsPlaceholder(pod) || pod.Labels[workflowreservation.PairPodLabel] == "true"
+}
+
+// placeholdersLocked returns, by runner UID, the requests (one pod
+// included) of the Running
+// placeholders on node whose runner pod is there too, not terminal, and
+// holds a reservation recorded for node: what those runners' reservations
+// hold as a real pod. A placeholder of any other runner (gone, or reserving
+// elsewhere) is an ordinary pod.
+func (c *Checker) placeholdersLocked(node string, onNode []*v1.Pod) map[types.UID]v1.ResourceList {
+	holds := map[types.UID]v1.ResourceList{}
+	for _, p := range onNode {
+		if p.Status.Phase != v1.PodRunning || !workflowreservation.IsPlaceholder(p) {
+			continue
+		}
+		runner := c.pods[metav1.GetControllerOf(p).UID]
+		if runner == nil || isTerminal(runner) || !workflowreservation.IsPlaceholderOf(p, runner) {
+			continue
+		}
+		if rec, ok, err := workflowreservation.RecordedReservation(runner); ok && err == nil && rec.Node == node {
+			holds[runner.UID] = podAmount(p)
+		}
+	}
+	return holds
+}
+
+// holdOf returns the requests of p if it is a placeholder that holds
+// (placeholdersLocked) its runner's reservation, else nil.
+func (c *Checker) holdOf(p *v1.Pod, holds map[types.UID]v1.ResourceList) v1.ResourceList {
+	if !workflowreservation.IsPlaceholder(p) || p.Status.Phase != v1.PodRunning {
+		return nil
+	}
+	return holds[metav1.GetControllerOf(p).UID]
+}
+
+// atLeast returns, per resource of a or b, the larger amount.
+func atLeast(a, b v1.ResourceList) v1.ResourceList {
+	out := a.DeepCopy()
+	if out == nil {
+		out = v1.ResourceList{}
+	}
+	for name, q := range b {
+		if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+			out[name] = q.DeepCopy()
+		}
+	}
+	return out
 }
 
 func show(rl v1.ResourceList, name v1.ResourceName) string {
@@ -623,6 +694,12 @@ func (c *Checker) Reservations() []string {
 			if held, _ := c.heldLocked(p, rec, onNode[rec.Node]); nonZero(held) {
 				out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}.String())
 			}
+		}
+	}
+	// Placeholders and pair pods that outlived their runner's need.
+	for _, p := range c.pods {
+		if tandemOwn(p) && !isTerminal(p) && p.DeletionTimestamp == nil {
+			out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}.String())
 		}
 	}
 	sort.Strings(out)

@@ -49,6 +49,14 @@ func TestChecker(t *testing.T) {
 	}
 	wf1b := st.MakePod().Namespace("ns").Name("r1-workflow").UID("wf1b").Node("n1").Req(cpu("2")).
 		Label("runner-pod", "r1").Phase(v1.PodRunning).CreationTimestamp(at(40)).Obj()
+	// r1's placeholder (reservationMode: Pods): 2 cpu, what r1 holds.
+	hold := st.MakePod().Namespace("ns").Name("r1-hold").UID("hold").Node("n1").Req(cpu("2")).Phase(v1.PodRunning).
+		Label(workflowreservation.PlaceholderLabel, "true").Annotation(workflowreservation.PlaceholderOfAnnotation, "r1").Obj()
+	hold.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "r1", UID: "r1", Controller: ptr.To(true)}}
+	labelledHold := hold.DeepCopy()
+	labelledHold.Labels["runner-pod"] = "r1"
+	pairPod := st.MakePod().Namespace("ns").Name("r2-pair").UID("pair").Req(cpu("3")).
+		Label(workflowreservation.PairPodLabel, "true").Annotation(workflowreservation.PairOfAnnotation, "r2").Obj()
 	// gone marks a delete event.
 	gone := func(p *v1.Pod) *v1.Pod {
 		p = p.DeepCopy()
@@ -109,6 +117,38 @@ func TestChecker(t *testing.T) {
 				Annotation(workflowreservation.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2"}}`).Obj(), other("1500m")},
 			wantViolations:   2, // the record, and the overcommit it hides from tandem
 			wantReservations: []string{"ns/r3"},
+		},
+		"a placeholder holds its runner's reservation: counted once": {
+			// runner 1 + reservation 2 (the placeholder's 2) + other 1 = 4.
+			pods:             []*v1.Pod{runner, hold, other("1")},
+			wantReservations: []string{"ns/r1", "ns/r1-hold"},
+		},
+		"another pod in the room a placeholder holds: violation": {
+			pods:             []*v1.Pod{runner, hold, other("1500m")},
+			wantViolations:   1,
+			wantReservations: []string{"ns/r1", "ns/r1-hold"},
+		},
+		"the workflow pod comes, the placeholder goes: the workflow pod counts": {
+			pods: []*v1.Pod{runner, hold, gone(hold), workflow, other("1")},
+		},
+		"a placeholder and the workflow pod at once: violation": {
+			// runner 1 + workflow pod 2 + the placeholder's 2 > 4.
+			pods:             []*v1.Pod{runner, hold, workflow},
+			wantViolations:   1,
+			wantReservations: []string{"ns/r1-hold"},
+		},
+		"a placeholder whose runner is gone is an ordinary pod, and left over": {
+			pods:             []*v1.Pod{hold, other("2500m")},
+			wantViolations:   1,
+			wantReservations: []string{"ns/r1-hold"},
+		},
+		"a placeholder labelled runner-pod is not the workflow pod": {
+			pods:             []*v1.Pod{runner, labelledHold, other("1")},
+			wantReservations: []string{"ns/r1", "ns/r1-hold"},
+		},
+		"a pending pair pod counts for nothing and is left over": {
+			pods:             []*v1.Pod{runner, pairPod, other("1")},
+			wantReservations: []string{"ns/r1", "ns/r2-pair"},
 		},
 		"terminal pods count for nothing": {
 			pods:             []*v1.Pod{runner, st.MakePod().Namespace("ns").Name("done").UID("done").Node("n1").Req(cpu("4")).Phase(v1.PodSucceeded).Obj()},

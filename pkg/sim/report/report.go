@@ -62,6 +62,8 @@ type Run struct {
 	// Zero for a scheduler that reserves nothing.
 	ReservedUnusedCPUSeconds     float64 `json:"reservedUnusedCpuSeconds"`
 	StepHeadroomUnusedCPUSeconds float64 `json:"stepHeadroomUnusedCpuSeconds"`
+	// Autoscale is set for a run with Karpenter (scenario autoscale).
+	Autoscale *Autoscale `json:"autoscale,omitempty"`
 	// Timeline is per-node used and reserved cpu, for the picture.
 	Timeline []NodeTimeline `json:"-"`
 	// start is the first arrival, makespan is measured from it.
@@ -133,6 +135,57 @@ type NodeTimeline struct {
 	Node                string
 	AllocatableMilliCPU int64
 	Samples             []invariant.Sample
+	// Lifetime is set for a node that came (and maybe went) during the run.
+	Lifetime *Lifetime
+}
+
+// Autoscale sums up the nodes of a run with Karpenter. Times are simulated
+// seconds from the run's start.
+type Autoscale struct {
+	// Launched counts the nodes Karpenter launched, BySize by instance cpu.
+	Launched int            `json:"nodesLaunched"`
+	BySize   map[string]int `json:"launchedBySize"`
+	// Left counts the launched nodes still there when the run stopped
+	// waiting for the scale-down; ScaledDown is Left == 0.
+	Left       int  `json:"launchedLeft"`
+	ScaledDown bool `json:"scaledDown"`
+	// LastRemovedSeconds is when the last launched node went.
+	LastRemovedSeconds float64 `json:"lastRemovedSeconds"`
+	// NodeSeconds is the cost: every node's lifetime (static nodes
+	// included) from the run's start to its end (the last job's end or the
+	// last launched node's removal, whichever is later), summed;
+	// NodeCPUSeconds weighs each by its capacity cpu.
+	NodeSeconds    float64 `json:"nodeSeconds"`
+	NodeCPUSeconds float64 `json:"nodeCpuSeconds"`
+}
+
+// Lifetime is when a node existed (simulated): From, and To if Gone.
+type Lifetime struct {
+	From, To time.Duration
+	Gone     bool
+	// Label names the node in the picture.
+	Label string
+}
+
+// SetAutoscale records the run's autoscaling summary and the lifetimes of
+// the nodes that came during it.
+func (r *Run) SetAutoscale(a *Autoscale, lifetimes map[string]Lifetime) {
+	a.NodeSeconds, a.NodeCPUSeconds, a.LastRemovedSeconds = round(a.NodeSeconds), round(a.NodeCPUSeconds), round(a.LastRemovedSeconds)
+	r.Autoscale = a
+	for i := range r.Timeline {
+		if l, ok := lifetimes[r.Timeline[i].Node]; ok {
+			r.Timeline[i].Lifetime = &l
+		}
+	}
+	// The picture's lanes: the scenario's nodes, then the launched ones in
+	// the order they came.
+	sort.SliceStable(r.Timeline, func(i, j int) bool {
+		a, b := r.Timeline[i].Lifetime, r.Timeline[j].Lifetime
+		if a == nil || b == nil {
+			return a == nil && b != nil
+		}
+		return a.From < b.From
+	})
 }
 
 // NewRun sums up a run from its job results and the checker's timelines.

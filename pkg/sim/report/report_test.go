@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,51 @@ func TestNewRunCausesAndUnusedRoom(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || strings.Join(strings.Fields(lines[1]), " ") != "tandem 5 2 1 1 1 2 65 20" {
 		t.Errorf("PrintCauses wrote:\n%s\nwant a header and the row \"tandem 5 2 1 1 1 2 65 20\"", out.String())
+	}
+}
+
+// A run with Karpenter: the autoscale table has its row, and the picture
+// draws a launched node's lane only while the node existed, under its label.
+func TestAutoscaleTableAndPicture(t *testing.T) {
+	sec := func(s int) time.Duration { return time.Duration(s) * time.Second }
+	results := []arc.Result{{Job: arc.Job{ID: 1, Duration: sec(60)}, Succeeded: true, Started: sec(30), Ended: sec(90)}}
+	samples := map[string][]invariant.Sample{
+		"static-1":                {{T: 0}},
+		"kwok-sim-abcde-long-1-x": {{T: sec(20)}, {T: sec(30), UsedMilliCPU: 1750}, {T: sec(200)}},
+	}
+	alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("3900m")}
+	run := NewRun("tandem-pods", results, samples, map[string]v1.ResourceList{"static-1": alloc, "kwok-sim-abcde-long-1-x": alloc})
+	run.SetAutoscale(&Autoscale{Launched: 1, BySize: map[string]int{"4": 1}, ScaledDown: true, LastRemovedSeconds: 200, NodeSeconds: 380.04, NodeCPUSeconds: 1520},
+		map[string]Lifetime{"kwok-sim-abcde-long-1-x": {From: sec(20), To: sec(200), Gone: true, Label: "sim-abcde (4 cpu)"}})
+	if got := run.Timeline[0].Node; got != "static-1" {
+		t.Errorf("first lane %s, want the scenario's node static-1 before the launched one", got)
+	}
+	if run.Autoscale.NodeSeconds != 380 {
+		t.Errorf("node-seconds = %v, want 380 (rounded)", run.Autoscale.NodeSeconds)
+	}
+	var out bytes.Buffer
+	PrintAutoscale(&out, &Report{Runs: []Run{run}})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[1]), " ") != "tandem-pods 0 - 30/30 1 4=1 0 200 380 1520 40.0" {
+		t.Errorf("PrintAutoscale wrote:\n%s\nwant a header, the run's row and the note on other schedulers", out.String())
+	}
+	out.Reset()
+	PrintAutoscale(&out, &Report{Runs: []Run{{Scheduler: "default"}}})
+	if out.Len() != 0 {
+		t.Errorf("PrintAutoscale without autoscaling wrote %q, want nothing", out.String())
+	}
+
+	path := t.TempDir() + "/report.svg"
+	if err := WriteSVG(path, &Report{Scenario: "autoscale", Runs: []Run{run}}); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sim-abcde (4 cpu)", "kwok-sim-abcde-long-1-x: 20s to 200s", "1 nodes launched, 380 node-s", ">static-1<"} {
+		if !bytes.Contains(svg, []byte(want)) {
+			t.Errorf("the picture has no %q", want)
+		}
 	}
 }

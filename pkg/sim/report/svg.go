@@ -15,7 +15,7 @@ import (
 // Picture geometry, in pixels.
 const (
 	svgWidth    = 960
-	marginLeft  = 90
+	marginLeft  = 130
 	marginRight = 20
 	laneHeight  = 34
 	laneGap     = 6
@@ -62,6 +62,10 @@ func WriteSVG(path string, r *Report) error {
 		}
 		title := fmt.Sprintf("%s: %s; makespan %.0fs, %.1f jobs/h, cpu util %.0f%%",
 			run.Scheduler, failed, run.MakespanSeconds, run.JobsPerHour, 100*run.MeanNodeCPUUtilization)
+		if a := run.Autoscale; a != nil {
+			title = fmt.Sprintf("%s: %s; start p50/p95 %.0f/%.0fs, %.1f jobs/h; %d nodes launched, %.0f node-s",
+				run.Scheduler, failed, run.StartLatency.P50, run.StartLatency.P95, run.JobsPerHour, a.Launched, a.NodeSeconds)
+		}
 		text(&b, 10, y+28, 13, "bold", title)
 		y += panelHeader
 		failures := map[string][]Failure{}
@@ -70,8 +74,24 @@ func WriteSVG(path string, r *Report) error {
 		}
 		for _, n := range run.Timeline {
 			top, bottom := float64(y), float64(y+laneHeight)
-			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="#f4f4f4" stroke="#ccc"/>`+"\n", marginLeft, y, plotW, laneHeight)
-			text(&b, 8, y+laneHeight/2+4, 12, "normal", n.Node)
+			label := n.Node
+			if l := n.Lifetime; l != nil {
+				// A node that came during the run: its lane is drawn from
+				// its creation to its removal, an outline elsewhere.
+				to := end
+				if l.Gone {
+					to = l.To
+				}
+				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="white" stroke="#ddd" stroke-dasharray="3,3"/>`+"\n", marginLeft, y, plotW, laneHeight)
+				fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#f4f4f4" stroke="#ccc"><title>%s: %.0fs to %.0fs</title></rect>`+"\n",
+					x(l.From), y, math.Max(1, x(to)-x(l.From)), laneHeight, xmlEscape(n.Node), l.From.Seconds(), to.Seconds())
+				if l.Label != "" {
+					label = l.Label
+				}
+			} else {
+				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="#f4f4f4" stroke="#ccc"/>`+"\n", marginLeft, y, plotW, laneHeight)
+			}
+			text(&b, 8, y+laneHeight/2+4, 10, "normal", label)
 			scale := func(milli int64) float64 {
 				if n.AllocatableMilliCPU == 0 {
 					return 0

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -42,6 +44,9 @@ type Scenario struct {
 	Jobs               Jobs            `json:"jobs"`
 	// Chaos is what `make chaos` injects; other tools ignore it.
 	Chaos *Chaos `json:"chaos,omitempty"`
+	// Autoscale runs the real Karpenter (KWOK provider) in every run: the
+	// cluster grows from Nodes as pending pods need it and shrinks again.
+	Autoscale *Autoscale `json:"autoscale,omitempty"`
 }
 
 // NodePool is Count identical nodes named <name>-<i>.
@@ -164,18 +169,13 @@ func (s *Scenario) validate() error {
 	if s.TimeScale < 0 {
 		errs = append(errs, errors.New("timeScale must not be negative"))
 	}
-	switch s.Scoring {
-	case "", "LeastAllocated", "MostAllocated":
-	default:
-		errs = append(errs, fmt.Errorf("scoring %q: want LeastAllocated or MostAllocated", s.Scoring))
+	errs = append(errs, oneOf("scoring", s.Scoring, "LeastAllocated", "MostAllocated")...)
+	errs = append(errs, oneOf("storageTopology", s.StorageTopology, "hostname", "zone")...)
+	if len(s.Nodes) == 0 && s.Autoscale == nil {
+		errs = append(errs, errors.New("no nodes (and no autoscale)"))
 	}
-	switch s.StorageTopology {
-	case "", "hostname", "zone":
-	default:
-		errs = append(errs, fmt.Errorf("storageTopology %q: want hostname or zone", s.StorageTopology))
-	}
-	if len(s.Nodes) == 0 {
-		errs = append(errs, errors.New("no nodes"))
+	if s.Autoscale != nil {
+		errs = append(errs, s.Autoscale.validate()...)
 	}
 	for _, p := range s.Nodes {
 		if p.Name == "" || p.Count <= 0 {
@@ -216,6 +216,15 @@ func (s *Scenario) validate() error {
 		errs = append(errs, s.Chaos.validate()...)
 	}
 	return errors.Join(errs...)
+}
+
+// oneOf returns an error (as a list) unless value is empty or one of
+// allowed: `field "value": want A or B`.
+func oneOf(field, value string, allowed ...string) []error {
+	if value == "" || slices.Contains(allowed, value) {
+		return nil
+	}
+	return []error{fmt.Errorf("%s %q: want %s", field, value, strings.Join(allowed, " or "))}
 }
 
 // Set returns the named scale set.

@@ -34,6 +34,32 @@ func TestSeedScenario(t *testing.T) {
 	}
 }
 
+// test/scenarios/autoscale.yaml: Karpenter's NodePool as written, the
+// defaults elsewhere; an autoscaled scenario may start without nodes.
+func TestAutoscaleScenario(t *testing.T) {
+	s, err := Load("../../../test/scenarios/autoscale.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Autoscale
+	if a == nil {
+		t.Fatal("no autoscale section")
+	}
+	if diff := cmp.Diff([]int{4, 8, 16}, a.CPUs()); diff != "" {
+		t.Errorf("instance cpus (-want,+got):\n%s", diff)
+	}
+	if a.Registration() != time.Minute || a.Consolidation() != time.Minute || a.Policy() != "WhenEmpty" || a.MemoryPerCPU() != 2<<30 {
+		t.Errorf("autoscale = %+v: want 60s boot, consolidate after 60s when empty, family c", a)
+	}
+	defaults := &Autoscale{}
+	if diff := cmp.Diff(DefaultInstanceCPUs, defaults.CPUs()); diff != "" || defaults.ScaleDownWait() != DefaultScaleDownTimeout {
+		t.Errorf("defaults: cpus %v, scale-down wait %v", defaults.CPUs(), defaults.ScaleDownWait())
+	}
+	if _, err := Parse([]byte("name: x\nautoscale: {}\nscaleSets: [{name: s, maxRunners: 1, hookMode: novolume}]\njobs: {list: [{at: 0s, duration: 10s}]}\n")); err != nil {
+		t.Errorf("an autoscaled scenario without nodes: %v", err)
+	}
+}
+
 func TestParseRejects(t *testing.T) {
 	valid := `
 name: x
@@ -96,6 +122,18 @@ jobs: {list: [{at: 0s, duration: 10s}]}
 		"generator: unknown set in mix": {
 			from: "jobs: {list: [{at: 0s, duration: 10s}]}", to: "jobs: {generate: {count: 2, mix: [{scaleSet: t}], minDuration: 1s, maxDuration: 2s}}",
 			wantErr: `mix 0: unknown scale set "t"`,
+		},
+		"autoscale: bad policy": {
+			from: "name: x", to: "name: x\nautoscale: {consolidationPolicy: Sometimes}", wantErr: `consolidationPolicy "Sometimes"`,
+		},
+		"autoscale: bad family": {
+			from: "name: x", to: "name: x\nautoscale: {instanceFamily: z}", wantErr: `instanceFamily "z"`,
+		},
+		"autoscale: a size of 0": {
+			from: "name: x", to: "name: x\nautoscale: {instanceCPUs: [4, 0]}", wantErr: "want positive sizes",
+		},
+		"autoscale: negative delay": {
+			from: "name: x", to: "name: x\nautoscale: {registrationDelay: -1s}", wantErr: "must not be negative",
 		},
 		"generator: unknown set in scaleSets": {
 			from: "jobs: {list: [{at: 0s, duration: 10s}]}", to: "jobs: {generate: {count: 2, scaleSets: [s, t], minDuration: 1s, maxDuration: 2s}}",
