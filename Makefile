@@ -45,6 +45,11 @@ demo-small: control-plane
 	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/small-seed.yaml --out _output/demo-small/seed
 	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/small-burst.yaml --out _output/demo-small/burst
 
+## demo-autoscale: test/scenarios/autoscale.yaml with the real Karpenter (KWOK provider): default kube-scheduler, tandem, tandem with reservationMode Pods (about 6 min)
+.PHONY: demo-autoscale
+demo-autoscale: control-plane karpenter
+	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/autoscale.yaml --schedulers default,tandem,tandem-pods --out _output/demo-autoscale
+
 CHAOS_JOBS ?= 500
 CHAOS_SEED ?= 1
 CHAOS_ARGS ?=
