@@ -16,6 +16,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 )
 
 // The handover of a placeholder to a workflow pod scheduled by tandem
@@ -84,8 +86,34 @@ func (pl *WorkflowReservation) handover() bool {
 					"profile", pl.profile)
 			}
 		}
+		permit := false
+		for _, p := range plugins.Permit.Enabled {
+			permit = permit || p.Name == Name
+		}
+		if !permit {
+			pl.handoverAtPermit = false
+			klog.Background().Error(nil, "reservationMode Pods: enable WorkflowReservation at permit (multiPoint does); until then a placeholder yields as soon as its workflow pod exists",
+				"profile", pl.profile)
+		}
 	})
 	return pl.handoverAtPermit
+}
+
+// mayHavePlaceholder says whether the workflow pod's runner may have a
+// placeholder: its profile holds reservations with pods, or one exists.
+func (pl *WorkflowReservation) mayHavePlaceholder(s *preFilterState) bool {
+	if pl.sh.holds.of(s.runner, s.own.runnerUID) != nil {
+		return true
+	}
+	if pl.pods == nil {
+		return false
+	}
+	runner, err := pl.pods.Pods(s.runner.Namespace).Get(s.runner.Name)
+	if err != nil || runner.UID != s.own.runnerUID {
+		return false
+	}
+	owner := pl.sh.profileOf(runner)
+	return owner != nil && owner.reservationMode == config.ReservationModePods
 }
 
 // handoverState is what a profile knows about its handover, computed once.
@@ -120,9 +148,17 @@ func (pl *WorkflowReservation) fitFilter(ctx context.Context, cs fwk.CycleState,
 // informer, and binding next to it would take its room twice.
 func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	s, err := getPreFilterState(cs)
-	if err != nil || s.kind != kindWorkflow || pl.sh.holds == nil || !pl.sh.holds.enabled.Load() {
+	if err != nil || s.kind != kindWorkflow || pl.sh.holds == nil {
 		return nil, 0
 	}
+	if c, err := cs.Read(reserveStateKey); err != nil || !c.(*reserveState).claimed {
+		return nil, 0 // this cycle did not claim: nothing to hand over
+	}
+	if !pl.mayHavePlaceholder(s) {
+		return nil, 0
+	}
+	// Before Permit returns: an Unreserve of this cycle comes after it.
+	pl.sh.holds.startYield(s.own.runnerUID)
 	logger := klog.FromContext(ctx)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), permitTimeout)

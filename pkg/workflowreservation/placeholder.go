@@ -121,9 +121,9 @@ type placeholders struct {
 	// lost holds, by runner UID, when its placeholder was seen deleted by
 	// someone else.
 	lost map[types.UID]time.Time
-	// warned holds the runners told once that a placeholder cannot be
-	// created or was lost.
-	warned map[types.UID]bool
+	// warned holds, by runner UID and reason, the runners told once that
+	// a placeholder cannot be created or was lost.
+	warned map[warnKey]bool
 	// creating holds, by runner UID, a create in flight: closed when it
 	// returns. created holds the placeholder a create returned until the
 	// informer shows it deleted: the informer may not show it yet.
@@ -142,7 +142,7 @@ func newPlaceholders(client clientset.Interface, indexer cache.Indexer, leader *
 		recheck:     lostRecheck,
 		deleting:    map[types.UID]bool{},
 		lost:        map[types.UID]time.Time{},
-		warned:      map[types.UID]bool{},
+		warned:      map[warnKey]bool{},
 		creating:    map[types.UID]chan struct{}{},
 		created:     map[types.UID]*v1.Pod{},
 		yielding:    map[types.UID]bool{},
@@ -156,10 +156,17 @@ func (p *placeholders) enable(mode string) {
 	}
 }
 
-// check has the worker look at the placeholder of the runner incarnation.
+// check has the worker look at the placeholder of the runner incarnation:
+// in a scheduler with a Pods profile, or where placeholders exist (a
+// scheduler switched back to Memory deletes those it finds).
 func (p *placeholders) check(namespace, runner string, uid types.UID) {
-	if p == nil || uid == "" || !p.enabled.Load() || !p.leader.IsLeader() {
+	if p == nil || uid == "" || !p.leader.IsLeader() {
 		return
+	}
+	if !p.enabled.Load() {
+		if objs, err := p.indexer.ByIndex(placeholderIndex, namespace+"/"+runner); err != nil || len(objs) == 0 {
+			return
+		}
 	}
 	p.queue.Add(pairKey{namespace: namespace, name: runner, uid: uid})
 }
@@ -179,7 +186,7 @@ func (p *placeholders) noteGoing(pod *v1.Pod) {
 	owner := metav1.GetControllerOf(pod).UID
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.lost[owner]; !ok && !p.deleting[pod.UID] {
+	if _, ok := p.lost[owner]; !ok && !p.deleting[pod.UID] && p.leader.IsLeader() {
 		p.lost[owner] = time.Now()
 	}
 }
@@ -198,7 +205,7 @@ func (p *placeholders) gone(pod *v1.Pod) {
 	}
 	if p.deleting[pod.UID] {
 		delete(p.deleting, pod.UID)
-	} else if _, ok := p.lost[owner]; !ok {
+	} else if _, ok := p.lost[owner]; !ok && p.leader.IsLeader() {
 		p.lost[owner] = time.Now()
 	}
 	p.mu.Unlock()
@@ -223,13 +230,21 @@ func (p *placeholders) of(runner types.NamespacedName, uid types.UID) *v1.Pod {
 	return nil
 }
 
-// yield removes the runner incarnation's placeholder for its workflow pod,
-// which is at Permit: no new one is created until unyield, a create in
-// flight is waited for, and one the informer does not show yet is found
-// through what the create returned.
-func (p *placeholders) yield(ctx context.Context, runner types.NamespacedName, uid types.UID) (*v1.Pod, error) {
+// startYield stops creates for the runner incarnation: its workflow pod is
+// at Permit. Permit calls it before it returns, so that an Unreserve
+// (unyield) always comes after it.
+func (p *placeholders) startYield(uid types.UID) {
 	p.mu.Lock()
 	p.yielding[uid] = true
+	p.mu.Unlock()
+}
+
+// yield removes the runner incarnation's placeholder for its workflow pod,
+// which is at Permit (startYield): a create in flight is waited for, and
+// one the informer does not show yet is found through what the create
+// returned, or asked of the apiserver.
+func (p *placeholders) yield(ctx context.Context, runner types.NamespacedName, uid types.UID) (*v1.Pod, error) {
+	p.mu.Lock()
 	done := p.creating[uid]
 	p.mu.Unlock()
 	if done != nil {
@@ -246,7 +261,18 @@ func (p *placeholders) yield(ctx context.Context, runner types.NamespacedName, u
 	}
 	p.mu.Unlock()
 	if hold == nil {
-		return nil, nil
+		// One the informer does not show and this replica did not create
+		// (the previous leader's, just before it went): ask the apiserver.
+		live, err := p.client.CoreV1().Pods(runner.Namespace).Get(ctx, PlaceholderName(runner.Name), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		case !IsPlaceholder(live) || metav1.GetControllerOf(live).UID != uid:
+			return nil, nil
+		}
+		hold = live
 	}
 	return hold, p.delete(ctx, hold)
 }
@@ -263,13 +289,20 @@ func (p *placeholders) unyield(runner types.NamespacedName, uid types.UID) {
 	p.check(runner.Namespace, runner.Name, uid)
 }
 
-func (p *placeholders) firstWarning(uid types.UID) bool {
+// warnKey is a runner incarnation and an event reason.
+type warnKey struct {
+	uid    types.UID
+	reason string
+}
+
+func (p *placeholders) firstWarning(uid types.UID, reason string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.warned[uid] {
+	k := warnKey{uid, reason}
+	if p.warned[k] {
 		return false
 	}
-	p.warned[uid] = true
+	p.warned[k] = true
 	return true
 }
 
@@ -288,16 +321,14 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 	have, going := false, false
 	for _, pod := range pods {
 		owner := metav1.GetControllerOf(pod).UID
-		if pod.DeletionTimestamp != nil {
+		if pod.DeletionTimestamp != nil && owner == key.uid {
 			// Being deleted (a delete with grace 0 is an update setting
 			// deletionTimestamp, then the delete): by this worker, or by
 			// someone else, e.g. tandem-webhook for a pinned workflow pod
 			// that the informer does not show yet. Its delete event says
 			// which; until then, no second one.
 			going = true
-			if owner == key.uid {
-				p.noteGoing(pod)
-			}
+			p.noteGoing(pod)
 			continue
 		}
 		if want != nil && owner == key.uid &&
@@ -315,8 +346,12 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 	if want == nil || have {
 		delete(p.lost, key.uid)
 	}
-	if runner == nil {
-		delete(p.yielding, key.uid) // the runner is gone
+	if runner == nil { // the runner is gone
+		delete(p.yielding, key.uid)
+		delete(p.lost, key.uid)
+		delete(p.created, key.uid)
+		delete(p.warned, warnKey{key.uid, ReasonPlaceholderLost})
+		delete(p.warned, warnKey{key.uid, ReasonPlaceholderFailed})
 	}
 	p.mu.Unlock()
 	if going && !have {
@@ -335,7 +370,7 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 		p.mu.Unlock()
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderLost).Inc()
 		logger.Info("Placeholder was removed by someone else; recreating it", "runner", klog.KObj(runner), "pod", klog.KRef(want.Namespace, want.Name), "node", want.Spec.NodeName)
-		if p.firstWarning(key.uid) {
+		if p.firstWarning(key.uid, ReasonPlaceholderLost) {
 			p.recorder(runner, v1.EventTypeWarning, ReasonPlaceholderLost, truncate(fmt.Sprintf(
 				"Placeholder %s holding the workflow pod's room on node %s was removed by someone else (evicted, preempted or rejected by the kubelet); recreating it. Until it runs, other schedulers and the kubelet may take the room",
 				want.Name, want.Spec.NodeName)))
@@ -359,10 +394,21 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 	p.mu.Unlock()
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return err // one the informer has not shown yet: look again
+			// One the informer has not shown yet (look again), or one it
+			// cannot show: the scheduler's informer drops terminal pods, so
+			// a placeholder the kubelet rejected or evicted still has the
+			// name. That one goes, and the retry creates anew.
+			if old, gerr := p.client.CoreV1().Pods(key.namespace).Get(ctx, want.Name, metav1.GetOptions{}); gerr == nil && IsPlaceholder(old) &&
+				(isTerminal(old) || metav1.GetControllerOf(old).UID != key.uid) {
+				if derr := p.delete(ctx, old); derr != nil {
+					return derr
+				}
+				logger.V(2).Info("Deleted a placeholder the informer does not show", "pod", klog.KObj(old), "phase", old.Status.Phase, "runner", klog.KRef(key.namespace, key.name))
+			}
+			return err
 		}
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderFailed).Inc()
-		if p.firstWarning(key.uid) {
+		if p.firstWarning(key.uid, ReasonPlaceholderFailed) {
 			p.recorder(runner, v1.EventTypeWarning, ReasonPlaceholderFailed, truncate(fmt.Sprintf(
 				"Cannot create placeholder %s on node %s: %v; the reservation holds the room for tandem only", want.Name, want.Spec.NodeName, err)))
 		}
@@ -400,15 +446,23 @@ func (p *placeholders) delete(ctx context.Context, pod *v1.Pod) error {
 // sweep has the worker look at every placeholder and every reservation: a
 // restart or a failover lost the handlers' word. The reconciler calls it.
 func (p *placeholders) sweep(rs []reservation) {
-	if p == nil || !p.enabled.Load() || !p.leader.IsLeader() {
+	if p == nil || !p.leader.IsLeader() {
 		return
 	}
-	for _, r := range rs {
-		p.check(r.runner.Namespace, r.runner.Name, r.runnerUID)
+	if p.enabled.Load() {
+		for _, r := range rs {
+			p.check(r.runner.Namespace, r.runner.Name, r.runnerUID)
+		}
 	}
-	for _, o := range p.indexer.List() {
-		if pod, ok := o.(*v1.Pod); ok && IsPlaceholder(pod) {
-			p.observed(pod)
+	for _, runner := range p.indexer.ListIndexFuncValues(placeholderIndex) {
+		objs, err := p.indexer.ByIndex(placeholderIndex, runner)
+		if err != nil {
+			continue
+		}
+		for _, o := range objs {
+			if pod, ok := o.(*v1.Pod); ok {
+				p.observed(pod)
+			}
 		}
 	}
 }

@@ -256,6 +256,7 @@ func TestYieldFindsAPlaceholderTheInformerDoesNotShowYet(t *testing.T) {
 		t.Fatalf("the placeholder was not created: %v", err)
 	}
 
+	p.startYield(runner.UID)
 	hold, err := p.yield(ctx, types.NamespacedName{Namespace: "arc", Name: "r1"}, runner.UID)
 	if err != nil || hold == nil {
 		t.Fatalf("yield = %v, %v; want the placeholder the create returned", hold, err)
@@ -327,4 +328,40 @@ func TestPlaceholderBeingDeletedIsNotReplaced(t *testing.T) {
 	if creates != 0 || deletes != 1 {
 		t.Errorf("%d creates and %d deletes, want none and the test's own: the worker replaced a placeholder someone else was deleting", creates, deletes)
 	}
+}
+
+// Found in review: a placeholder the kubelet rejected (Failed) still holds
+// its name, and the scheduler's informer, which drops terminal pods, never
+// shows it: every create failed AlreadyExists until the runner ended. The
+// failed one is deleted and the placeholder created anew.
+func TestFailedPlaceholderIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Obj()
+	failed := placeholderOf(runner, "1")
+	failed.Status.Phase = v1.PodFailed
+	failed.Status.Reason = "OutOfcpu"
+	client := fake.NewClientset(runner, failed)
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{placeholderIndex: indexPlaceholder})
+	p := newPlaceholders(client, indexer, leadership.Leading(), func(*v1.Pod, string, string, string) {},
+		func(pairKey) (*v1.Pod, *v1.Pod) { return runner, placeholderOf(runner, "1") })
+	key := pairKey{namespace: "arc", name: "r1", uid: runner.UID}
+	if err := p.sync(ctx, key); err == nil {
+		t.Fatal("the first sync met the failed placeholder's name and reported nothing")
+	}
+	if err := p.sync(ctx, key); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	got, err := client.CoreV1().Pods("arc").Get(ctx, failed.Name, metav1.GetOptions{})
+	if err != nil || got.Status.Phase == v1.PodFailed {
+		t.Fatalf("placeholder after the retry: %+v, %v; want a new one", got.Status, err)
+	}
+}
+
+// Found in review: a scheduler switched from Pods back to Memory left the
+// placeholders of runners bound before, and workflow pods waited behind
+// them. It deletes those it finds.
+func TestMemoryModeDeletesPlaceholdersItFinds(t *testing.T) {
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	_, h := newTestPlugin(t, defaultArgs(), true, runner, placeholderOf(runner, "1"))
+	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p == nil })
 }

@@ -109,8 +109,10 @@ func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) he
 				continue
 			}
 			if own && r.runnerUID == s.own.runnerUID {
-				// Its placeholder yields to it: that room is its own too.
-				out.amount = out.amount.sub(on[i].placeholder)
+				if s.kind == kindWorkflow {
+					// Its placeholder yields to it: that room is its own too.
+					out.amount = out.amount.sub(on[i].placeholder)
+				}
 				continue
 			}
 			a, ports := r.holds(on[i])
