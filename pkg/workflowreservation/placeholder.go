@@ -83,6 +83,16 @@ const (
 	doNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
 )
 
+// createdPod is a placeholder a create returned, and when.
+type createdPod struct {
+	pod *v1.Pod
+	at  time.Time
+}
+
+// createdTrust is how long a created placeholder the informer does not show
+// counts as there: the informer shows a create within moments.
+const createdTrust = 30 * time.Second
+
 // placeholderIndex indexes placeholders by "<namespace>/<runner>".
 const placeholderIndex = "tandem.dev/placeholder-of"
 
@@ -128,7 +138,7 @@ type placeholders struct {
 	// returns. created holds the placeholder a create returned until the
 	// informer shows it deleted: the informer may not show it yet.
 	creating map[types.UID]chan struct{}
-	created  map[types.UID]*v1.Pod
+	created  map[types.UID]createdPod
 	// yielding holds the runners whose workflow pod is at Permit: no
 	// placeholder is created for them until its Unreserve.
 	yielding map[types.UID]bool
@@ -144,7 +154,7 @@ func newPlaceholders(client clientset.Interface, indexer cache.Indexer, leader *
 		lost:        map[types.UID]time.Time{},
 		warned:      map[warnKey]bool{},
 		creating:    map[types.UID]chan struct{}{},
-		created:     map[types.UID]*v1.Pod{},
+		created:     map[types.UID]createdPod{},
 		yielding:    map[types.UID]bool{},
 	}
 }
@@ -200,7 +210,7 @@ func (p *placeholders) gone(pod *v1.Pod) {
 	}
 	owner := metav1.GetControllerOf(pod).UID
 	p.mu.Lock()
-	if c := p.created[owner]; c != nil && c.UID == pod.UID {
+	if c := p.created[owner]; c.pod != nil && c.pod.UID == pod.UID {
 		delete(p.created, owner)
 	}
 	if p.deleting[pod.UID] {
@@ -256,8 +266,8 @@ func (p *placeholders) yield(ctx context.Context, runner types.NamespacedName, u
 	}
 	hold := p.of(runner, uid)
 	p.mu.Lock()
-	if c := p.created[uid]; hold == nil && c != nil {
-		hold = c
+	if c := p.created[uid]; hold == nil && c.pod != nil {
+		hold = c.pod
 	}
 	p.mu.Unlock()
 	if hold == nil {
@@ -341,6 +351,22 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 		}
 		logger.V(2).Info("Deleted placeholder", "pod", klog.KObj(pod), "runner", klog.KRef(key.namespace, key.name), "wanted", want != nil)
 	}
+	if !have && !going {
+		// One this worker created that the informer does not show yet.
+		p.mu.Lock()
+		c := p.created[key.uid]
+		p.mu.Unlock()
+		switch {
+		case c.pod == nil || time.Since(c.at) > createdTrust:
+			// None, or so old that the informer missed its delete.
+		case want != nil && c.pod.Spec.NodeName == want.Spec.NodeName && c.pod.Annotations[placeholderSizeAnnotation] == want.Annotations[placeholderSizeAnnotation]:
+			have = true
+		default:
+			if err := p.delete(ctx, c.pod); err != nil {
+				return err
+			}
+		}
+	}
 	p.mu.Lock()
 	lostAt, lost := p.lost[key.uid]
 	if want == nil || have {
@@ -389,7 +415,7 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 	delete(p.creating, key.uid)
 	close(done)
 	if err == nil {
-		p.created[key.uid] = created
+		p.created[key.uid] = createdPod{pod: created, at: time.Now()}
 	}
 	p.mu.Unlock()
 	if err != nil {
@@ -430,7 +456,7 @@ func (p *placeholders) delete(ctx context.Context, pod *v1.Pod) error {
 	if err == nil {
 		owner := metav1.GetControllerOf(pod).UID
 		p.mu.Lock()
-		if c := p.created[owner]; c != nil && c.UID == pod.UID {
+		if c := p.created[owner]; c.pod != nil && c.pod.UID == pod.UID {
 			delete(p.created, owner)
 		}
 		p.mu.Unlock()
