@@ -27,14 +27,15 @@ func main() {
 	_ = flag.Set("logtostderr", "false")
 	_ = flag.Set("stderrthreshold", "FATAL")
 	scenarioFile := flag.String("scenario", "test/scenarios/seed.yaml", "scenario file")
-	schedulers := flag.String("schedulers", "default,tandem", "schedulers under test, comma-separated: default, tandem, anti-affinity, tandem-pods")
+	schedulers := flag.String("schedulers", "default,tandem", "schedulers under test, comma-separated: default, tandem, anti-affinity, tandem-pods, each optionally with /LeastAllocated or /MostAllocated in place of the scenario's scoring")
+	inTreeVolumeBinding := flag.Bool("in-tree-volume-binding", false, "run the scheduler's in-tree VolumeBinding, which polls for the provisioner once per real second, instead of the simulator's, which watches")
 	timeScale := flag.Float64("time-scale", 0, "simulated seconds per real second (0: the scenario's)")
 	seed := flag.Int64("seed", 0, "job generator seed (0: the scenario's)")
 	out := flag.String("out", "_output/demo", "directory for report.json and report.svg")
 	timeout := flag.Duration("timeout", 30*time.Minute, "real-time limit per scheduler run")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *scenarioFile, *schedulers, *out, sim.Options{Seed: *seed, TimeScale: *timeScale, Timeout: *timeout})
+	err := run(ctx, *scenarioFile, *schedulers, *out, sim.Options{Seed: *seed, TimeScale: *timeScale, Timeout: *timeout, InTreeVolumeBinding: *inTreeVolumeBinding})
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tandem-sim:", err)
@@ -47,13 +48,13 @@ func run(ctx context.Context, file, schedulers, out string, opts sim.Options) er
 	if err != nil {
 		return err
 	}
-	var kinds []sim.Kind
+	var under []sim.Scheduler
 	for _, name := range strings.Split(schedulers, ",") {
-		k := sim.Kind(strings.TrimSpace(name))
-		if !k.Valid() {
-			return fmt.Errorf("unknown scheduler %q (want %v)", k, sim.Kinds)
+		s, err := sim.ParseScheduler(name)
+		if err != nil {
+			return err
 		}
-		kinds = append(kinds, k)
+		under = append(under, s)
 	}
 	started := time.Now()
 	fmt.Printf("Scenario %s: %s\nStarting etcd and kube-apiserver on loopback ...\n", sc.Name, sc.Description)
@@ -66,14 +67,14 @@ func run(ctx context.Context, file, schedulers, out string, opts sim.Options) er
 			fmt.Fprintln(os.Stderr, "tandem-sim: stopping the control plane:", err)
 		}
 	}()
-	for _, k := range kinds {
-		fmt.Printf("Running with scheduler %q ...\n", k)
+	for _, s := range under {
+		fmt.Printf("Running with scheduler %q ...\n", s)
 	}
 	if sc.Autoscale != nil {
 		opts.Kubeconfig, opts.KarpenterLogDir = cp.KubeconfigPath(), out+"/karpenter"
 		fmt.Printf("Autoscaling with Karpenter %s (KWOK provider); its logs in %s/<scheduler>/\n", karpenter.Version, opts.KarpenterLogDir)
 	}
-	rep, err := sim.Compare(ctx, cp.RESTConfig(), sc, kinds, opts)
+	rep, err := sim.Compare(ctx, cp.RESTConfig(), sc, under, opts)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,10 @@ type Profile struct {
 	// Args are more WorkflowReservation args, as YAML lines at the args
 	// level (e.g. "defaultWorkflowRequests: {cpu: 500m}"); Tandem only.
 	Args []string
+	// VolumeBinding, when set, names a plugin the profile runs in place of
+	// the in-tree VolumeBinding (the simulator's storage.VolumeBindingName,
+	// registered with WithRegistry).
+	VolumeBinding string
 	// BackoffSeconds sets podInitialBackoffSeconds and podMaxBackoffSeconds
 	// when not zero.
 	BackoffSeconds int
@@ -80,13 +84,21 @@ func Config(p Profile) string {
 	}
 	fmt.Fprintf(&b, "profiles:\n- schedulerName: %s\n", p.SchedulerName)
 	plugin, args := "NodeResourcesFit", []string{}
+	var enabled, disabled []string
 	if p.Tandem {
 		plugin, args = workflowreservation.Name, p.Args
-		fmt.Fprintf(&b, `  plugins:
-    multiPoint:
-      enabled:
-      - name: %[1]s
-    bind:
+		enabled = append(enabled, plugin)
+	}
+	if p.VolumeBinding != "" {
+		enabled, disabled = append(enabled, p.VolumeBinding), append(disabled, "VolumeBinding")
+	}
+	if len(enabled) > 0 {
+		b.WriteString("  plugins:\n    multiPoint:\n")
+		writePlugins(&b, "enabled", enabled)
+		writePlugins(&b, "disabled", disabled)
+	}
+	if p.Tandem {
+		fmt.Fprintf(&b, `    bind:
       enabled:
       - name: %[1]s
     score:
@@ -119,4 +131,15 @@ func Config(p Profile) string {
 		fmt.Fprintf(&b, "      %s\n", line)
 	}
 	return b.String()
+}
+
+// writePlugins writes a plugin set's enabled or disabled list, if any.
+func writePlugins(b *strings.Builder, key string, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "      %s:\n", key)
+	for _, name := range names {
+		fmt.Fprintf(b, "      - name: %s\n", name)
+	}
 }

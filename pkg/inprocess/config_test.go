@@ -3,6 +3,7 @@ package inprocess
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -108,4 +109,46 @@ func loadString(t *testing.T, config string) *schedconfig.KubeSchedulerConfigura
 		t.Fatal(err)
 	}
 	return load(t, file)
+}
+
+// A VolumeBinding replacement takes the in-tree plugin's place at every
+// extension point of both the default and the tandem profile, and changes
+// nothing else (but VolumeBinding's default args, of a plugin not run).
+func TestConfigVolumeBinding(t *testing.T) {
+	for name, p := range map[string]Profile{
+		"default": {SchedulerName: "default-scheduler"},
+		"tandem":  {SchedulerName: "tandem-scheduler", Tandem: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			without := loadString(t, Config(p))
+			p.VolumeBinding = "SimVolumeBinding"
+			got := loadString(t, Config(p))
+			mp := got.Profiles[0].Plugins.MultiPoint
+			if !hasPlugin(mp.Enabled, "SimVolumeBinding") || !hasPlugin(mp.Disabled, "VolumeBinding") {
+				t.Fatalf("multiPoint enabled %v, disabled %v: want SimVolumeBinding enabled, VolumeBinding disabled", mp.Enabled, mp.Disabled)
+			}
+			for _, set := range []schedconfig.PluginSet{got.Profiles[0].Plugins.PreFilter, got.Profiles[0].Plugins.Filter, got.Profiles[0].Plugins.PreBind} {
+				if hasPlugin(set.Enabled, "VolumeBinding") {
+					t.Errorf("VolumeBinding still enabled: %v", set.Enabled)
+				}
+			}
+			got.Profiles[0].Plugins.MultiPoint, without.Profiles[0].Plugins.MultiPoint = schedconfig.PluginSet{}, schedconfig.PluginSet{}
+			// A disabled plugin gets no default args.
+			without.Profiles[0].PluginConfig = slices.DeleteFunc(without.Profiles[0].PluginConfig, func(c schedconfig.PluginConfig) bool {
+				return c.Name == "VolumeBinding"
+			})
+			if diff := cmp.Diff(without, got); diff != "" {
+				t.Errorf("config differs beyond multiPoint (-without,+with):\n%s", diff)
+			}
+		})
+	}
+}
+
+func hasPlugin(plugins []schedconfig.Plugin, name string) bool {
+	for _, p := range plugins {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -31,6 +31,19 @@ func Registry() frameworkruntime.Registry {
 	return frameworkruntime.Registry{workflowreservation.Name: workflowreservation.New}
 }
 
+// Option changes how Start builds the scheduler.
+type Option func(*frameworkruntime.Registry)
+
+// WithRegistry adds plugins to the out-of-tree registry (Registry), for a
+// profile that enables them: the simulator's storage.VolumeBindingName.
+func WithRegistry(more frameworkruntime.Registry) Option {
+	return func(r *frameworkruntime.Registry) {
+		for name, factory := range more {
+			(*r)[name] = factory
+		}
+	}
+}
+
 // Scheduler is a running scheduler; Stop ends it.
 type Scheduler struct {
 	cancel context.CancelFunc
@@ -39,7 +52,11 @@ type Scheduler struct {
 
 // Start decodes configYAML (a KubeSchedulerConfiguration, as given to
 // tandem-scheduler --config) and runs that scheduler against cfg until Stop.
-func Start(ctx context.Context, cfg *rest.Config, configYAML string) (*Scheduler, error) {
+func Start(ctx context.Context, cfg *rest.Config, configYAML string, opts ...Option) (*Scheduler, error) {
+	registry := Registry()
+	for _, opt := range opts {
+		opt(&registry)
+	}
 	dir, err := os.MkdirTemp("", "tandem-scheduler-config-")
 	if err != nil {
 		return nil, err
@@ -74,7 +91,7 @@ func Start(ctx context.Context, cfg *rest.Config, configYAML string) (*Scheduler
 		scheduler.WithKubeConfig(cfg),
 		scheduler.WithProfiles(cc.Profiles...),
 		scheduler.WithPercentageOfNodesToScore(cc.PercentageOfNodesToScore),
-		scheduler.WithFrameworkOutOfTreeRegistry(Registry()),
+		scheduler.WithFrameworkOutOfTreeRegistry(registry),
 		scheduler.WithPodInitialBackoffSeconds(cc.PodInitialBackoffSeconds),
 		scheduler.WithPodMaxBackoffSeconds(cc.PodMaxBackoffSeconds),
 		scheduler.WithParallelism(cc.Parallelism),

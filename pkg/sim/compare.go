@@ -17,7 +17,7 @@ import (
 
 // Compare runs the scenario with each scheduler in turn, on the same job
 // stream, and returns the report with the ideal packing bound.
-func Compare(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, kinds []Kind, opts Options) (*report.Report, error) {
+func Compare(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, schedulers []Scheduler, opts Options) (*report.Report, error) {
 	seed := opts.Seed
 	if seed == 0 && sc.Jobs.Generate != nil {
 		seed = sc.Jobs.Generate.Seed
@@ -31,8 +31,8 @@ func Compare(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, kinds
 		return nil, err
 	}
 	rep := &report.Report{Scenario: sc.Name, Seed: seed, TimeScale: scale, Nodes: sc.TotalNodes(), Ideal: ideal}
-	for _, k := range kinds {
-		run, err := Run(ctx, cfg, sc, k, opts)
+	for _, s := range schedulers {
+		run, err := Run(ctx, cfg, sc, s, opts)
 		if err != nil {
 			return rep, err
 		}

@@ -6,6 +6,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -40,6 +41,47 @@ const (
 // Kinds lists the schedulers under test.
 var Kinds = []Kind{Default, Tandem, AntiAffinity, TandemPods}
 
+// Scheduler is a scheduler under test with, optionally, the scoring
+// strategy it runs instead of the scenario's: "tandem/MostAllocated".
+type Scheduler struct {
+	Kind Kind
+	// Scoring is LeastAllocated or MostAllocated; "" keeps the scenario's.
+	Scoring string
+}
+
+// Schedulers lists each kind with the scenario's scoring.
+func Schedulers(kinds ...Kind) []Scheduler {
+	out := make([]Scheduler, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, Scheduler{Kind: k})
+	}
+	return out
+}
+
+// ParseScheduler reads "kind" or "kind/Strategy" (tandem-sim --schedulers).
+func ParseScheduler(s string) (Scheduler, error) {
+	kind, scoring, _ := strings.Cut(strings.TrimSpace(s), "/")
+	out := Scheduler{Kind: Kind(kind), Scoring: scoring}
+	if !out.Kind.Valid() {
+		return Scheduler{}, fmt.Errorf("unknown scheduler %q (want one of %v, optionally with /LeastAllocated or /MostAllocated)", kind, Kinds)
+	}
+	switch scoring {
+	case "", "LeastAllocated", "MostAllocated":
+	default:
+		return Scheduler{}, fmt.Errorf("scheduler %q: unknown scoring strategy %q (want LeastAllocated or MostAllocated)", s, scoring)
+	}
+	return out, nil
+}
+
+// String is the scheduler as ParseScheduler reads it, and as the report
+// names its run.
+func (s Scheduler) String() string {
+	if s.Scoring == "" {
+		return string(s.Kind)
+	}
+	return string(s.Kind) + "/" + s.Scoring
+}
+
 // IsTandem reports whether k runs the WorkflowReservation plugin (in either
 // reservation mode).
 func (k Kind) IsTandem() bool { return k == Tandem || k == TandemPods }
@@ -62,8 +104,11 @@ func (k Kind) SchedulerName() string {
 //
 // grace is tandem's noWorkflowPodGrace (TandemArgs); TandemPods is the
 // profile with reservationMode: Pods (inprocess.Profile.ReservationMode).
-func SchedulerConfig(k Kind, scoring string, grace time.Duration) string {
-	p := inprocess.Profile{SchedulerName: k.SchedulerName(), Tandem: k.IsTandem(), Scoring: scoring, BackoffSeconds: 1}
+// volumeBinding, when set, replaces the in-tree VolumeBinding
+// (storage.VolumeBindingName; the scheduler must be started with
+// storage.Registry).
+func SchedulerConfig(k Kind, scoring string, grace time.Duration, volumeBinding string) string {
+	p := inprocess.Profile{SchedulerName: k.SchedulerName(), Tandem: k.IsTandem(), Scoring: scoring, BackoffSeconds: 1, VolumeBinding: volumeBinding}
 	if k.IsTandem() {
 		p.Args = TandemArgs(grace)
 	}

@@ -34,10 +34,10 @@ func TestNoWorkflowPodGrace(t *testing.T) {
 
 // The grace reaches tandem's profile, and only tandem's.
 func TestSchedulerConfigGrace(t *testing.T) {
-	if got := SchedulerConfig(Tandem, "", 1500*time.Millisecond); !strings.Contains(got, "noWorkflowPodGrace: 1.5s") {
+	if got := SchedulerConfig(Tandem, "", 1500*time.Millisecond, ""); !strings.Contains(got, "noWorkflowPodGrace: 1.5s") {
 		t.Errorf("tandem's config has no noWorkflowPodGrace: 1.5s:\n%s", got)
 	}
-	if got := SchedulerConfig(Default, "", time.Second); strings.Contains(got, "noWorkflowPodGrace") {
+	if got := SchedulerConfig(Default, "", time.Second, ""); strings.Contains(got, "noWorkflowPodGrace") {
 		t.Errorf("the default scheduler's config has tandem args:\n%s", got)
 	}
 }
@@ -55,7 +55,7 @@ func TestSchedulerConfigReservationMode(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := SchedulerConfig(tc.kind, "", time.Second)
+			got := SchedulerConfig(tc.kind, "", time.Second, "")
 			if has := strings.Contains(got, "reservationMode: Pods"); has != tc.wantMode {
 				t.Errorf("reservationMode: Pods in the config = %v, want %v:\n%s", has, tc.wantMode, got)
 			}
@@ -67,5 +67,30 @@ func TestSchedulerConfigReservationMode(t *testing.T) {
 				t.Errorf("%s: scheduler name %q, config without WorkflowReservation:\n%s", tc.kind, tc.kind.SchedulerName(), got)
 			}
 		})
+	}
+}
+
+func TestParseScheduler(t *testing.T) {
+	tests := map[string]struct {
+		want    Scheduler
+		wantErr bool
+	}{
+		"tandem":                      {want: Scheduler{Kind: Tandem}},
+		"anti-affinity":               {want: Scheduler{Kind: AntiAffinity}},
+		"tandem/MostAllocated":        {want: Scheduler{Kind: Tandem, Scoring: "MostAllocated"}},
+		"default/LeastAllocated":      {want: Scheduler{Kind: Default, Scoring: "LeastAllocated"}},
+		"tandem/Balanced":             {wantErr: true},
+		"vanilla":                     {wantErr: true},
+		"tandem-pods/MostAllocated/x": {wantErr: true},
+		"":                            {wantErr: true},
+	}
+	for in, tc := range tests {
+		got, err := ParseScheduler(in)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("ParseScheduler(%q) = %+v, %v; want %+v, error %v", in, got, err, tc.want, tc.wantErr)
+		}
+		if err == nil && strings.TrimSpace(in) != got.String() {
+			t.Errorf("ParseScheduler(%q).String() = %q", in, got.String())
+		}
 	}
 }

@@ -53,6 +53,8 @@ type Harness struct {
 	// time; see NoWorkflowPodGrace): the scheduler under test must be
 	// configured with it (TandemArgs), the checker releases by it.
 	NoWorkflowPodGrace time.Duration
+	// Label names the run in the report (default: the kind).
+	Label string
 
 	kind Kind
 	// webhook is tandem-webhook, served for TandemPods with a scale set
@@ -93,7 +95,7 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	// new one per run, whatever the scenario and seed.
 	ns := namespaceName(sc.Name, k)
 	h := &Harness{
-		Client: client, Namespace: ns, Seed: seed, kind: k, started: time.Now(), logger: logger,
+		Client: client, Namespace: ns, Seed: seed, Label: string(k), kind: k, started: time.Now(), logger: logger,
 		NoWorkflowPodGrace: NoWorkflowPodGrace(sc, scale),
 		env:                newEnvironment(client, ns),
 	}
@@ -281,7 +283,7 @@ func (h *Harness) Report(ctx context.Context, results []arc.Result) (report.Run,
 	if err != nil {
 		return report.Run{}, err
 	}
-	run := report.NewRun(string(h.kind), results, samples, h.env.everyNode())
+	run := report.NewRun(h.Label, results, samples, h.env.everyNode())
 	for _, v := range h.Checker.Violations() {
 		run.Violations = append(run.Violations, fmt.Sprintf("t=%.0fs node %s: %s", v.T.Seconds(), v.Node, v.Message))
 	}

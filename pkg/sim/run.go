@@ -13,6 +13,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
 	"github.com/tandem-scheduler/tandem/pkg/sim/report"
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+	"github.com/tandem-scheduler/tandem/pkg/sim/storage"
 )
 
 // StorageClassName is the WaitForFirstConsumer class of the runners' work volumes.
@@ -29,16 +30,21 @@ type Options struct {
 	// Kubeconfig is the control plane's kubeconfig file: Karpenter, a
 	// process of its own, needs it in a scenario with autoscale.
 	Kubeconfig string
+	// InTreeVolumeBinding runs the scheduler's in-tree VolumeBinding, which
+	// polls for the provisioner once per real second (timeScale simulated
+	// seconds per runner start), instead of storage.VolumeBindingName.
+	InTreeVolumeBinding bool
 	// KarpenterLogDir receives Karpenter's log of each run, in a directory
 	// named after the scheduler under test (default: a new temporary
 	// directory).
 	KarpenterLogDir string
 }
 
-// Run runs the scenario once with the scheduler k, in-process, on the
+// Run runs the scenario once with the scheduler s, in-process, on the
 // control plane behind cfg. It creates and removes its own nodes, namespace
 // and scheduler.
-func Run(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k Kind, opts Options) (report.Run, error) {
+func Run(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, s Scheduler, opts Options) (report.Run, error) {
+	k := s.Kind
 	if opts.Timeout == 0 {
 		opts.Timeout = 15 * time.Minute
 	}
@@ -49,17 +55,26 @@ func Run(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k Kind, o
 		return report.Run{}, err
 	}
 	defer h.Close()
-	sched, err := inprocess.Start(ctx, cfg, SchedulerConfig(k, sc.Scoring, h.NoWorkflowPodGrace))
+	h.Label = s.String()
+	scoring := sc.Scoring
+	if s.Scoring != "" {
+		scoring = s.Scoring
+	}
+	volumeBinding := storage.VolumeBindingName
+	if opts.InTreeVolumeBinding {
+		volumeBinding = ""
+	}
+	sched, err := inprocess.Start(ctx, cfg, SchedulerConfig(k, scoring, h.NoWorkflowPodGrace, volumeBinding), inprocess.WithRegistry(storage.Registry()))
 	if err != nil {
 		return report.Run{}, err
 	}
 	defer sched.Stop()
 	results, err := h.Emulate(ctx)
 	if err != nil {
-		return report.Run{}, fmt.Errorf("%s: %w", k, err)
+		return report.Run{}, fmt.Errorf("%s: %w", s, err)
 	}
 	if err := h.ScaleDown(ctx); err != nil {
-		return report.Run{}, fmt.Errorf("%s: %w", k, err)
+		return report.Run{}, fmt.Errorf("%s: %w", s, err)
 	}
 	return h.Report(ctx, results)
 }

@@ -23,7 +23,7 @@ func compare(t *testing.T, file string) (baseline, tandem report.Run) {
 
 func compareScenario(t *testing.T, sc *scenario.Scenario) (baseline, tandem report.Run) {
 	t.Helper()
-	rep, err := sim.Compare(t.Context(), restConfig, sc, []sim.Kind{sim.Default, sim.Tandem}, sim.Options{})
+	rep, err := sim.Compare(t.Context(), restConfig, sc, sim.Schedulers(sim.Default, sim.Tandem), sim.Options{})
 	if err != nil {
 		t.Fatalf("simulator: %v", err)
 	}
