@@ -28,17 +28,7 @@ func TestBinderBindPodVolumes(t *testing.T) {
 		provision func(ctx context.Context, t *testing.T, client *fake.Clientset, claim *v1.PersistentVolumeClaim)
 		wantErr   string
 	}{
-		"bound on the selected node": {
-			provision: func(ctx context.Context, t *testing.T, client *fake.Clientset, claim *v1.PersistentVolumeClaim) {
-				pv := localVolume("pv-1", "node-1")
-				if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				claim.Spec.VolumeName = pv.Name
-				metav1.SetMetaDataAnnotation(&claim.ObjectMeta, volume.AnnBindCompleted, "yes")
-				update(ctx, t, client, claim)
-			},
-		},
+		"bound on the selected node": {provision: bindTo("pv-1", "node-1")},
 		"the provisioner gives the node up": {
 			provision: func(ctx context.Context, t *testing.T, client *fake.Clientset, claim *v1.PersistentVolumeClaim) {
 				delete(claim.Annotations, volume.AnnSelectedNode)
@@ -47,15 +37,7 @@ func TestBinderBindPodVolumes(t *testing.T) {
 			wantErr: `provisioning failed for PVC "work"`,
 		},
 		"bound to a volume the node does not reach": {
-			provision: func(ctx context.Context, t *testing.T, client *fake.Clientset, claim *v1.PersistentVolumeClaim) {
-				pv := localVolume("pv-2", "node-2")
-				if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				claim.Spec.VolumeName = pv.Name
-				metav1.SetMetaDataAnnotation(&claim.ObjectMeta, volume.AnnBindCompleted, "yes")
-				update(ctx, t, client, claim)
-			},
+			provision: bindTo("pv-2", "node-2"),
 			wantErr: `pv "pv-2" node affinity doesn't match node "node-1"`,
 		},
 	}
@@ -109,6 +91,20 @@ func TestBinderBindPodVolumes(t *testing.T) {
 				t.Fatalf("BindPodVolumes: %v, want an error with %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// bindTo provisions a volume name on node and binds the claim to it, as the
+// provisioner and the PV controller do.
+func bindTo(name, node string) func(ctx context.Context, t *testing.T, client *fake.Clientset, claim *v1.PersistentVolumeClaim) {
+	return func(ctx context.Context, t *testing.T, client *fake.Clientset, claim *v1.PersistentVolumeClaim) {
+		pv := localVolume(name, node)
+		if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		claim.Spec.VolumeName = pv.Name
+		metav1.SetMetaDataAnnotation(&claim.ObjectMeta, volume.AnnBindCompleted, "yes")
+		update(ctx, t, client, claim)
 	}
 }
 
