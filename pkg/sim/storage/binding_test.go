@@ -38,7 +38,7 @@ func TestBinderBindPodVolumes(t *testing.T) {
 		},
 		"bound to a volume the node does not reach": {
 			provision: bindTo("pv-2", "node-2"),
-			wantErr: `pv "pv-2" node affinity doesn't match node "node-1"`,
+			wantErr:   `pv "pv-2" node affinity doesn't match node "node-1"`,
 		},
 	}
 	for name, tc := range tests {
