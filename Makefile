@@ -65,6 +65,7 @@ test: control-plane build karpenter verify test-tools test-kubectl-tandem
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./pkg/workflowreservation/
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	hack/bench-scheduler.sh short
+	hack/bench-sim.sh short
 
 ## fuzz: every fuzz target (parsers of user input) for FUZZTIME each; `make test` runs their seed corpus
 FUZZTIME ?= 30s
@@ -160,6 +161,11 @@ bench: control-plane
 .PHONY: bench-scheduler
 bench-scheduler: control-plane
 	hack/bench-scheduler.sh
+
+## bench-sim: cluster efficiency, the simulator on test/scenarios/large.yaml (100 nodes, 2,000 jobs of mixed sizes): default, anti-affinity workaround, tandem LeastAllocated and MostAllocated, jobs/h against the ideal packing bound; _output/bench/sim/ (~15 min)
+.PHONY: bench-sim
+bench-sim: control-plane
+	hack/bench-sim.sh
 
 .PHONY: clean
 clean:

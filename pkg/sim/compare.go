@@ -38,6 +38,7 @@ func Compare(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, sched
 		}
 		rep.Runs = append(rep.Runs, run)
 	}
+	rep.SetRatios()
 	return rep, nil
 }
 

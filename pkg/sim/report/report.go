@@ -52,6 +52,11 @@ type Run struct {
 	MeanNodeCPUUtilization float64   `json:"meanNodeCPUUtilization"`
 	MakespanSeconds        float64   `json:"makespanSeconds"`
 	JobsPerHour            float64   `json:"jobsPerHour"`
+	// JobsPerHourOfIdeal is JobsPerHour over the ideal packing bound's;
+	// JobsPerHourVsAntiAffinity over the anti-affinity workaround's, when
+	// the report has a run of it (SetRatios).
+	JobsPerHourOfIdeal        float64 `json:"jobsPerHourOfIdeal"`
+	JobsPerHourVsAntiAffinity float64 `json:"jobsPerHourVsAntiAffinity,omitempty"`
 	WallSeconds            float64   `json:"wallSeconds"`
 	Failures               []Failure `json:"failures,omitempty"`
 	// ReservedUnusedCPUSeconds is room held for nothing, in simulated
@@ -277,6 +282,9 @@ func percentiles(v []float64) Latency {
 
 func round(f float64) float64 { return math.Round(f*10) / 10 }
 
+// ratio is a/b to three decimals.
+func ratio(a, b float64) float64 { return math.Round(a/b*1000) / 1000 }
+
 // IdealBound computes the bound for jobs, each holding pair(job) (runner +
 // workflow pod requests) for its duration, on a cluster of total allocatable.
 func IdealBound(jobs []arc.Job, pair func(arc.Job) v1.ResourceList, total v1.ResourceList) Ideal {
@@ -300,6 +308,32 @@ func IdealBound(jobs []arc.Job, pair func(arc.Job) v1.ResourceList, total v1.Res
 		span = max(span, memWork/float64(m))
 	}
 	return Ideal{MakespanSeconds: round(span), JobsPerHour: round(float64(len(jobs)) / (span / 3600))}
+}
+
+// AntiAffinity is the report's name of the anti-affinity workaround's run
+// (sim.AntiAffinity), optionally with its scoring ("anti-affinity/...").
+const AntiAffinity = "anti-affinity"
+
+// SetRatios sets every run's jobs per hour relative to the ideal bound and,
+// if the report has a run of the anti-affinity workaround (the first one),
+// to it.
+func (r *Report) SetRatios() {
+	var workaround float64
+	for _, run := range r.Runs {
+		if run.Scheduler == AntiAffinity || strings.HasPrefix(run.Scheduler, AntiAffinity+"/") {
+			workaround = run.JobsPerHour
+			break
+		}
+	}
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		if r.Ideal.JobsPerHour > 0 {
+			run.JobsPerHourOfIdeal = ratio(run.JobsPerHour, r.Ideal.JobsPerHour)
+		}
+		if workaround > 0 {
+			run.JobsPerHourVsAntiAffinity = ratio(run.JobsPerHour, workaround)
+		}
+	}
 }
 
 // WriteJSON writes the report, creating the directory.

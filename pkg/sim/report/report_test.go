@@ -121,3 +121,34 @@ func TestAutoscaleTableAndPicture(t *testing.T) {
 		}
 	}
 }
+
+// Jobs per hour are set against the ideal bound for every run and against
+// the workaround's run when there is one, and the table prints both.
+func TestSetRatios(t *testing.T) {
+	r := &Report{Ideal: Ideal{JobsPerHour: 2000}, Runs: []Run{
+		{Scheduler: "default", JobsPerHour: 500},
+		{Scheduler: "anti-affinity/LeastAllocated", JobsPerHour: 800},
+		{Scheduler: "tandem/MostAllocated", JobsPerHour: 1950},
+	}}
+	r.SetRatios()
+	for i, want := range []struct{ ofIdeal, vs float64 }{{0.25, 0.625}, {0.4, 1}, {0.975, 2.438}} {
+		if got := r.Runs[i]; got.JobsPerHourOfIdeal != want.ofIdeal || got.JobsPerHourVsAntiAffinity != want.vs {
+			t.Errorf("%s: of ideal %v, vs anti-affinity %v; want %v, %v", got.Scheduler, got.JobsPerHourOfIdeal, got.JobsPerHourVsAntiAffinity, want.ofIdeal, want.vs)
+		}
+	}
+	var out bytes.Buffer
+	PrintTable(&out, r)
+	lines := strings.Split(out.String(), "\n")
+	if !strings.Contains(lines[0], "OF IDEAL") || !strings.Contains(lines[0], "VS ANTI-AFFINITY") || !strings.HasSuffix(strings.Join(strings.Fields(lines[3]), " "), "98% held 0 0.0 2.44x") {
+		t.Errorf("PrintTable wrote:\n%s\nwant OF IDEAL and VS ANTI-AFFINITY columns, tandem's row ending 98%% held 0 0.0 2.44x", out.String())
+	}
+
+	// Without a workaround run: no comparison, no column.
+	r = &Report{Ideal: Ideal{JobsPerHour: 100}, Runs: []Run{{Scheduler: "tandem", JobsPerHour: 50}}}
+	r.SetRatios()
+	out.Reset()
+	PrintTable(&out, r)
+	if r.Runs[0].JobsPerHourVsAntiAffinity != 0 || strings.Contains(out.String(), "ANTI-AFFINITY") || r.Runs[0].JobsPerHourOfIdeal != 0.5 {
+		t.Errorf("without a workaround run: %+v\n%s", r.Runs[0], out.String())
+	}
+}

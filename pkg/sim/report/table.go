@@ -11,18 +11,31 @@ import (
 // PrintTable writes the runs side by side with the ideal bound.
 func PrintTable(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCHEDULER\tJOBS\tSUCCEEDED\tFAILED\tBY REASON\tSTART p50/p95/max (s)\tCPU UTIL\tMAKESPAN (s)\tJOBS/H\tINVARIANT\tRESERVATIONS LEFT\tWALL (s)")
+	// The last column only when there is a workaround run to compare with.
+	versus := false
+	for _, run := range r.Runs {
+		versus = versus || run.JobsPerHourVsAntiAffinity > 0
+	}
+	header := "SCHEDULER\tJOBS\tSUCCEEDED\tFAILED\tBY REASON\tSTART p50/p95/max (s)\tCPU UTIL\tMAKESPAN (s)\tJOBS/H\tOF IDEAL\tINVARIANT\tRESERVATIONS LEFT\tWALL (s)"
+	if versus {
+		header += "\tVS ANTI-AFFINITY"
+	}
+	fmt.Fprintln(tw, header)
 	for _, run := range r.Runs {
 		invariant := "held"
 		if run.InvariantViolations > 0 {
 			invariant = fmt.Sprintf("VIOLATED x%d", run.InvariantViolations)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%.0f/%.0f/%.0f\t%.0f%%\t%.0f\t%.1f\t%s\t%d\t%.1f\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%.0f/%.0f/%.0f\t%.0f%%\t%.0f\t%.1f\t%.0f%%\t%s\t%d\t%.1f",
 			run.Scheduler, run.Jobs.Submitted, run.Jobs.Succeeded, run.Jobs.Failed, reasons(run.Jobs.FailedByReason),
 			run.StartLatency.P50, run.StartLatency.P95, run.StartLatency.Max, 100*run.MeanNodeCPUUtilization,
-			run.MakespanSeconds, run.JobsPerHour, invariant, run.ReservationsLeft, run.WallSeconds)
+			run.MakespanSeconds, run.JobsPerHour, 100*run.JobsPerHourOfIdeal, invariant, run.ReservationsLeft, run.WallSeconds)
+		if versus {
+			fmt.Fprintf(tw, "\t%.2fx", run.JobsPerHourVsAntiAffinity)
+		}
+		fmt.Fprintln(tw)
 	}
-	fmt.Fprintf(tw, "ideal packing bound\t%d\t\t\t\t\t\t%.0f\t%.1f\t\t\t\n", r.jobs(), r.Ideal.MakespanSeconds, r.Ideal.JobsPerHour)
+	fmt.Fprintf(tw, "ideal packing bound\t%d\t\t\t\t\t\t%.0f\t%.1f\t100%%\t\t\t\n", r.jobs(), r.Ideal.MakespanSeconds, r.Ideal.JobsPerHour)
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	PrintCauses(w, r)

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -259,5 +260,26 @@ func TestGeneratorMix(t *testing.T) {
 	}
 	if perSet["a"] < perSet["b"] || perSet["b"] == 0 || perSet["c"] == 0 {
 		t.Errorf("jobs per set = %v, want every entry used, a twice as often", perSet)
+	}
+}
+
+// Every scenario the repository ships loads, and its stream has the jobs
+// it asks for.
+func TestShippedScenariosLoad(t *testing.T) {
+	files, err := filepath.Glob("../../../test/scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	for _, f := range files {
+		s, err := Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if g := s.Jobs.Generate; g != nil {
+			if got, want := len(s.Stream(g.Seed)), g.Count+len(s.Jobs.List); got != want {
+				t.Errorf("%s: %d jobs in the stream, want %d", f, got, want)
+			}
+		}
 	}
 }
