@@ -49,16 +49,16 @@ type Run struct {
 	StartLatency Latency `json:"startLatencySeconds"`
 	// MeanNodeCPUUtilization is admitted cpu requests over allocatable,
 	// averaged over nodes and over the makespan.
-	MeanNodeCPUUtilization float64   `json:"meanNodeCPUUtilization"`
-	MakespanSeconds        float64   `json:"makespanSeconds"`
-	JobsPerHour            float64   `json:"jobsPerHour"`
+	MeanNodeCPUUtilization float64 `json:"meanNodeCPUUtilization"`
+	MakespanSeconds        float64 `json:"makespanSeconds"`
+	JobsPerHour            float64 `json:"jobsPerHour"`
 	// JobsPerHourOfIdeal is JobsPerHour over the ideal packing bound's;
 	// JobsPerHourVsAntiAffinity over the anti-affinity workaround's, when
 	// the report has a run of it (SetRatios).
-	JobsPerHourOfIdeal        float64 `json:"jobsPerHourOfIdeal"`
-	JobsPerHourVsAntiAffinity float64 `json:"jobsPerHourVsAntiAffinity,omitempty"`
-	WallSeconds            float64   `json:"wallSeconds"`
-	Failures               []Failure `json:"failures,omitempty"`
+	JobsPerHourOfIdeal        float64   `json:"jobsPerHourOfIdeal"`
+	JobsPerHourVsAntiAffinity float64   `json:"jobsPerHourVsAntiAffinity,omitempty"`
+	WallSeconds               float64   `json:"wallSeconds"`
+	Failures                  []Failure `json:"failures,omitempty"`
 	// ReservedUnusedCPUSeconds is room held for nothing, in simulated
 	// cpu-seconds summed over nodes: what the recorded reservations held
 	// while no pod of their runner used it (the invariant checker's held
