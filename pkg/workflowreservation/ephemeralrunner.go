@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -149,7 +148,7 @@ func (pl *WorkflowReservation) releaseWithoutWorkflowPod(logger klog.Logger, key
 	if !r.step.isZero() {
 		note += fmt.Sprintf("; %s stays held for container-step pods", r.step)
 	}
-	pl.event(stub(r), v1.EventTypeNormal, ReasonReleased, "Release", note)
+	pl.routineEvent(stub(r), ReasonReleased, "Release", note)
 	pl.activateAllWaiting(logger)
 }
 

@@ -3,6 +3,7 @@ package workflowreservation
 import (
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -49,6 +50,26 @@ func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool
 		return nil, fmt.Errorf("registering configmap handler: %w", err)
 	}
 	return func() bool { return podReg.HasSynced() && nodeReg.HasSynced() }, nil
+}
+
+// latch returns synced that, once it has reported true, reports true
+// without asking again. PreFilter asks on every scheduling cycle, and an
+// informer's HasSynced takes the lock of its queue, which the informer holds
+// while it hands a batch of events to its handlers: in a busy cluster every
+// cycle waited behind the pod informer (1.6 ms on average, 37 ms at the
+// 99th percentile, in the Churn benchmark).
+func latch(synced func() bool) func() bool {
+	var done atomic.Bool
+	return func() bool {
+		if done.Load() {
+			return true
+		}
+		if synced() {
+			done.Store(true)
+			return true
+		}
+		return false
+	}
 }
 
 func (pl *WorkflowReservation) indexWorkflowPod(obj any) ([]string, error) {
@@ -240,7 +261,7 @@ func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, 
 		pl.event(pod, v1.EventTypeNormal, ReasonReleased, "Release", fmt.Sprintf("Runs on node %s, not on node %s where runner %s's room was reserved: released the reservation", pod.Spec.NodeName, taken.node, runner.Name))
 	} else {
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.node)
-		pl.event(pod, v1.EventTypeNormal, ReasonClaimed, "Claim", fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.node))
+		pl.routineEvent(pod, ReasonClaimed, "Claim", fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.node))
 	}
 	pl.activateWaiting(logger)
 }
@@ -282,7 +303,7 @@ func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finish
 		pl.countRelease(reason, r.claimedBy != "")
 		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.node, "reason", reason)
 		if r.claimedBy == "" {
-			pl.event(pod, v1.EventTypeNormal, ReasonReleased, "Release",
+			pl.routineEvent(pod, ReasonReleased, "Release",
 				fmt.Sprintf("Released %s on node %s unclaimed: the runner %s", r.size, r.node, how))
 		}
 	}
@@ -355,6 +376,22 @@ func (pl *WorkflowReservation) onConfigMap(logger klog.Logger, obj any) {
 func (pl *WorkflowReservation) event(pod *v1.Pod, eventType, reason, action, note string) {
 	if rec := pl.sh.recorder(pod); rec != nil {
 		rec.Eventf(pod, nil, eventType, reason, action, "%s", note)
+	}
+}
+
+// routineEvent sends a Normal event that every job would produce (a
+// reservation taken, claimed, released as planned; a pair pod created for a
+// waiting runner) if the pod's profile
+// (else this one) has reservationEvents on. Each is an API write, an Event
+// with a TTL lease in etcd, per job; the reservation is on the runner's
+// record (ReservationAnnotation) whatever this says.
+func (pl *WorkflowReservation) routineEvent(pod *v1.Pod, reason, action, note string) {
+	owner := pl.sh.profileOf(pod)
+	if owner == nil {
+		owner = pl
+	}
+	if owner.reservationEvents {
+		pl.event(pod, v1.EventTypeNormal, reason, action, truncate(note))
 	}
 }
 

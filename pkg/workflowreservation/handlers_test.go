@@ -104,7 +104,9 @@ func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 	r1 := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
 	r2 := runnerPod("r2").Node("n1").Annotation(ReservationAnnotation, recordedFor("r2")).Obj()
 	node := st.MakeNode().Name("n1").Obj()
-	pl, h := newTestPlugin(t, defaultArgs(), true, r1, r2, node)
+	args := defaultArgs()
+	args.ReservationEvents = true // the release of an unclaimed reservation is reported
+	pl, h := newTestPlugin(t, args, true, r1, r2, node)
 	if len(pl.store.list()) != 2 {
 		t.Fatalf("want 2 reservations rebuilt, got %+v", pl.store.list())
 	}
@@ -168,4 +170,32 @@ func TestHookTemplateConfigMapActivatesWaitingRunner(t *testing.T) {
 		got := h.activatedPods()
 		return len(got) == 1 && got[0] == "arc/r1"
 	})
+}
+
+// Once synced, the latch answers without asking the informers again (their
+// HasSynced takes the lock of their queue).
+func TestLatch(t *testing.T) {
+	calls, answer := 0, false
+	synced := latch(func() bool { calls++; return answer })
+	for range 2 {
+		if synced() {
+			t.Fatal("synced() = true before the informers synced")
+		}
+	}
+	if calls != 2 {
+		t.Fatalf("%d calls before the informers synced, want 2", calls)
+	}
+	answer = true
+	if !synced() || calls != 3 {
+		t.Fatalf("synced() = false or %d calls, want true at the third call", calls)
+	}
+	answer = false // an informer never unsyncs; the latch would not see it
+	for range 5 {
+		if !synced() {
+			t.Fatal("synced() = false after it reported true")
+		}
+	}
+	if calls != 3 {
+		t.Errorf("%d calls after the latch closed, want none beyond 3", calls)
+	}
 }

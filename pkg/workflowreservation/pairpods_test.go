@@ -19,9 +19,10 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 )
 
+// pairArgs turns pair pods on, and their PairPodCreated events.
 func pairArgs() *config.WorkflowReservationArgs {
 	a := defaultArgs()
-	a.PairPods = true
+	a.PairPods, a.ReservationEvents = true, true
 	return a
 }
 

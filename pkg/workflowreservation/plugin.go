@@ -100,6 +100,8 @@ type WorkflowReservation struct {
 	reconciled chan struct{}
 	// pairPods: a runner waiting for pair room gets a pair pod.
 	pairPods bool
+	// reservationEvents: the routine Normal events (routineEvent) are sent.
+	reservationEvents bool
 	// reservationMode: with Pods, a bound runner's reservation is also a
 	// placeholder pod on its node.
 	reservationMode string
@@ -148,6 +150,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		noWorkflowPodGrace: DefaultNoWorkflowPodGrace,
 		reconciled:         make(chan struct{}),
 		pairPods:           args.PairPods,
+		reservationEvents:  args.ReservationEvents,
 		reservationMode:    args.ReservationMode,
 		placeholderImage:   args.PlaceholderImage,
 	}
@@ -204,9 +207,15 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	if err != nil {
 		return nil, err
 	}
-	pl.synced = synced
+	pl.synced = latch(synced)
 	sh.pairs = newPairPods(h.ClientSet(), pl.pods, informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
-		func(pod *v1.Pod, eventType, reason, note string) { pl.event(pod, eventType, reason, "PairPod", note) })
+		func(pod *v1.Pod, eventType, reason, note string) {
+			if eventType == v1.EventTypeNormal {
+				pl.routineEvent(pod, reason, "PairPod", note) // one per waiting runner
+				return
+			}
+			pl.event(pod, eventType, reason, "PairPod", note)
+		})
 	go sh.pairs.run(ctx)
 	sh.holds = newPlaceholders(h.ClientSet(), informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
@@ -622,12 +631,11 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 	case kindRunner:
 		pl.warnIfBoundElsewhere(ctx, cs, pod, nodeName)
 		logger.V(2).Info("Reserved room for the workflow pod", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String(), "source", s.source)
-		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonReserved, "Reserve", "%s", truncate(reservedNote(s, nodeName)))
+		pl.routineEvent(pod, ReasonReserved, "Reserve", reservedNote(s, nodeName))
 	case kindWorkflow:
 		pl.observeClaim(s.own)
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName)
-		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, ReasonClaimed, "Claim",
-			"Claimed the reservation of runner %s on node %s", s.runner.Name, nodeName)
+		pl.routineEvent(pod, ReasonClaimed, "Claim", fmt.Sprintf("Claimed the reservation of runner %s on node %s", s.runner.Name, nodeName))
 	}
 }
 

@@ -2,6 +2,7 @@ package workflowreservation
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -426,6 +427,8 @@ func TestReservationFromPod(t *testing.T) {
 	}
 }
 
+// PostBind reports a reservation taken or claimed with a Normal event only
+// with reservationEvents; by default the runner's record is all there is.
 func TestPostBindEvents(t *testing.T) {
 	tests := map[string]struct {
 		pod          *v1.Pod
@@ -443,22 +446,30 @@ func TestPostBindEvents(t *testing.T) {
 		},
 	}
 	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			pl, h := newTestPlugin(t, defaultArgs(), false)
-			for _, r := range tc.reservations {
-				pl.store.put(r)
-			}
-			cs := framework.NewCycleState()
-			if _, status := pl.PreFilter(ctx, cs, tc.pod, nil); !status.IsSuccess() {
-				t.Fatalf("PreFilter: %v", status)
-			}
-			cs.Write(boundStateKey, boundState{}) // as this plugin's Bind leaves it
-			pl.PostBind(ctx, cs, tc.pod, "n1")
-			if diff := cmp.Diff([]string{tc.want}, drainEvents(h)); diff != "" {
-				t.Errorf("events (-want,+got):\n%s", diff)
-			}
-		})
+		for _, events := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, reservationEvents %v", name, events), func(t *testing.T) {
+				ctx := context.Background()
+				args := defaultArgs()
+				args.ReservationEvents = events
+				pl, h := newTestPlugin(t, args, false)
+				for _, r := range tc.reservations {
+					pl.store.put(r)
+				}
+				cs := framework.NewCycleState()
+				if _, status := pl.PreFilter(ctx, cs, tc.pod, nil); !status.IsSuccess() {
+					t.Fatalf("PreFilter: %v", status)
+				}
+				cs.Write(boundStateKey, boundState{}) // as this plugin's Bind leaves it
+				pl.PostBind(ctx, cs, tc.pod, "n1")
+				var want []string
+				if events {
+					want = []string{tc.want}
+				}
+				if diff := cmp.Diff(want, drainEvents(h)); diff != "" {
+					t.Errorf("events (-want,+got):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 

@@ -232,7 +232,9 @@ func TestUntrustedRecordsAreIgnored(t *testing.T) {
 func TestTerminalRunnerDeliveredAsDelete(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
 	runner := runnerPod("r9").Node("n1").Annotation(ReservationAnnotation, recordedFor("r9")).Obj()
-	pl, h := newTestPlugin(t, defaultArgs(), true, runner)
+	args := defaultArgs()
+	args.ReservationEvents = true // the release event says why
+	pl, h := newTestPlugin(t, args, true, runner)
 	finished := runner.DeepCopy()
 	finished.Status.Phase = v1.PodSucceeded
 	counter := metrics.Releases.WithLabelValues("test", metrics.ReleaseRunnerFinished, "false")

@@ -42,7 +42,9 @@ func TestDeployRenderedManifests(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := serviceAccountKubeconfig(t, e, dir, releaseNamespace, d.Spec.Template.Spec.ServiceAccountName)
 	args := d.Spec.Template.Spec.Containers[0].Args
-	config := []byte(cm.Data[configKey])
+	// The rendered config with reservationEvents on: the test follows the
+	// claims, and who reports them, by their events.
+	config := []byte(withArg(t, cm.Data[configKey], "reservationMode:", "reservationEvents: true"))
 	replicas := []*replica{
 		startReplica(t, e.ctx, "tandem-scheduler-a", dir, args, config, kubeconfig),
 		startReplica(t, e.ctx, "tandem-scheduler-b", dir, args, config, kubeconfig),
@@ -262,4 +264,19 @@ func grepLines(text, substr string) string {
 // tolerateDedicated lets a pod onto the nodes dedicateNode taints.
 func tolerateDedicated(pod *v1.Pod) {
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, v1.Toleration{Key: "dedicated", Operator: v1.TolerationOpEqual, Value: "github-runners", Effect: v1.TaintEffectNoSchedule})
+}
+
+// withArg adds line to a rendered KubeSchedulerConfiguration as a sibling of
+// the line that starts (after its indentation) with anchor.
+func withArg(t *testing.T, config, anchor, line string) string {
+	t.Helper()
+	lines := strings.Split(config, "\n")
+	for i, l := range lines {
+		if trimmed := strings.TrimLeft(l, " "); strings.HasPrefix(trimmed, anchor) {
+			indent := l[:len(l)-len(trimmed)]
+			return strings.Join(slices.Insert(lines, i+1, indent+line), "\n")
+		}
+	}
+	t.Fatalf("no line %q in the rendered config:\n%s", anchor, config)
+	return ""
 }

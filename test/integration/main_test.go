@@ -54,8 +54,11 @@ func run(m *testing.M) int {
 const schedulerName = "tandem-scheduler"
 
 // tandemConfig is the shipped tandem profile with extra WorkflowReservation
-// args (YAML lines at the args level).
+// args (YAML lines at the args level), and reservationEvents on: the tests
+// watch for the routine events, which the shipped profile does not send
+// (pkg/workflowreservation TestPostBindEvents).
 func tandemConfig(args ...string) string {
+	args = append([]string{"reservationEvents: true"}, args...)
 	return inprocess.Config(inprocess.Profile{SchedulerName: schedulerName, Tandem: true, Args: args})
 }
 

@@ -32,7 +32,7 @@ func TestReservedRoomAgainstOtherSchedulersAndTheKubelet(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			// 3 cpu: runner 1 + workflow pod 1, 1 free. The others ask for
 			// 1500m: they fit only in the reserved room.
-			e := newEnv(t, inprocess.Config(inprocess.Profile{SchedulerName: schedulerName, Tandem: true, ReservationMode: tc.mode}), map[string]string{"ph-n1": "3"})
+			e := newEnv(t, inprocess.Config(inprocess.Profile{SchedulerName: schedulerName, Tandem: true, ReservationMode: tc.mode, Args: []string{"reservationEvents: true"}}), map[string]string{"ph-n1": "3"})
 			kl := kubelet.New(e.client)
 			factory := informers.NewSharedInformerFactory(e.client, 0)
 			if err := kl.Start(e.ctx, factory); err != nil {

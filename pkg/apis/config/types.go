@@ -53,6 +53,10 @@ type WorkflowReservationArgs struct {
 	// PlaceholderImage is the image of placeholder and pair pods' only
 	// container. Empty only before defaulting.
 	PlaceholderImage string
+	// ReservationEvents turns on the routine Normal events of every runner
+	// and workflow pod: WorkflowCapacityReserved, WorkflowReservationClaimed,
+	// WorkflowReservationReleased. Warnings are always sent.
+	ReservationEvents bool
 }
 
 // Where held reservations live (ReservationMode).

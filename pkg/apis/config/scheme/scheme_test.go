@@ -120,6 +120,7 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
       pairPods: false
       reservationMode: Pods
       placeholderImage: mirror.example/pause:3.10
+      reservationEvents: true
 `),
 			wantArgs: &config.WorkflowReservationArgs{
 				RunnerSelector: &metav1.LabelSelector{
@@ -146,6 +147,7 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
 				PairPods:                     false,
 				ReservationMode:              "Pods",
 				PlaceholderImage:             "mirror.example/pause:3.10",
+				ReservationEvents:            true,
 			},
 		},
 		"some args, others defaulted": {

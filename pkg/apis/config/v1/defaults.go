@@ -60,6 +60,9 @@ func SetDefaults_WorkflowReservationArgs(obj *WorkflowReservationArgs) {
 	if obj.PlaceholderImage == nil {
 		obj.PlaceholderImage = ptr.To(DefaultPlaceholderImage)
 	}
+	if obj.ReservationEvents == nil {
+		obj.ReservationEvents = ptr.To(false)
+	}
 	if obj.ScoringStrategy == nil {
 		obj.ScoringStrategy = &ScoringStrategy{}
 	}

@@ -46,6 +46,7 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				PairPods:                     ptr.To(true),
 				ReservationMode:              ptr.To("Memory"),
 				PlaceholderImage:             ptr.To("pause:3.10"),
+				ReservationEvents:            ptr.To(false),
 			},
 		},
 		"set fields are kept": {
@@ -57,6 +58,7 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				PairPods:                ptr.To(false),
 				ReservationMode:         ptr.To("Pods"),
 				PlaceholderImage:        ptr.To("example/pause:3.10"),
+				ReservationEvents:       ptr.To(true),
 			},
 			want: &WorkflowReservationArgs{
 				RunnerSelector:               customSelector,
@@ -69,6 +71,7 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				PairPods:                     ptr.To(false),
 				ReservationMode:              ptr.To("Pods"),
 				PlaceholderImage:             ptr.To("example/pause:3.10"),
+				ReservationEvents:            ptr.To(true),
 			},
 		},
 	}

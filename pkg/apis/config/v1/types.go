@@ -85,6 +85,18 @@ type WorkflowReservationArgs struct {
 	// runs; a pair pod is never bound). Defaults to "pause:3.10".
 	// +optional
 	PlaceholderImage *string `json:"placeholderImage,omitempty"`
+	// ReservationEvents turns on a Normal event for every reservation
+	// taken (WorkflowCapacityReserved, on the runner), claimed
+	// (WorkflowReservationClaimed, on the workflow pod) and released unclaimed
+	// (WorkflowReservationReleased). Each is an API write, an Event with a
+	// TTL lease in etcd, for every job: the pod's own Binding already
+	// records the reservation on the runner (annotation
+	// tandem.dev/reservation: node, requests, where the size came from),
+	// which kubectl describe shows, and kubectl tandem explain tells the
+	// rest. Warnings (a broken size source, a reservation not recorded, a
+	// placeholder lost, ...) are sent whatever this says. Defaults to false.
+	// +optional
+	ReservationEvents *bool `json:"reservationEvents,omitempty"`
 }
 
 // ScoringStrategyType names a way to rank nodes by their allocation.

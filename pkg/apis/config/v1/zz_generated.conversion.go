@@ -126,6 +126,9 @@ func autoConvert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in
 	if err := metav1.Convert_Pointer_string_To_string(&in.PlaceholderImage, &out.PlaceholderImage, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_bool_To_bool(&in.ReservationEvents, &out.ReservationEvents, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -159,6 +162,9 @@ func autoConvert_config_WorkflowReservationArgs_To_v1_WorkflowReservationArgs(in
 		return err
 	}
 	if err := metav1.Convert_string_To_Pointer_string(&in.PlaceholderImage, &out.PlaceholderImage, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_bool_To_Pointer_bool(&in.ReservationEvents, &out.ReservationEvents, s); err != nil {
 		return err
 	}
 	return nil

@@ -116,6 +116,11 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.ReservationEvents != nil {
+		in, out := &in.ReservationEvents, &out.ReservationEvents
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 
