@@ -144,11 +144,13 @@ func (pl *WorkflowReservation) releaseWithoutWorkflowPod(logger klog.Logger, key
 	pl.recordMetrics()
 	pl.countRelease(metrics.ReleaseNoWorkflowPod, false)
 	logger.V(2).Info("Released the reservation of a job without a workflow pod", "runner", key, "node", r.node, "grace", pl.noWorkflowPodGrace)
-	note := fmt.Sprintf("Released %s on node %s: the runner's job started %s ago and no workflow pod came (a job without a container)", r.size.sub(r.step), r.node, pl.noWorkflowPodGrace)
-	if !r.step.isZero() {
-		note += fmt.Sprintf("; %s stays held for container-step pods", r.step)
-	}
-	pl.routineEvent(stub(r), ReasonReleased, "Release", note)
+	pl.routineEvent(stub(r), ReasonReleased, "Release", func() string {
+		note := fmt.Sprintf("Released %s on node %s: the runner's job started %s ago and no workflow pod came (a job without a container)", r.size.sub(r.step), r.node, pl.noWorkflowPodGrace)
+		if !r.step.isZero() {
+			note += fmt.Sprintf("; %s stays held for container-step pods", r.step)
+		}
+		return note
+	})
 	pl.activateAllWaiting(logger)
 }
 

@@ -261,7 +261,9 @@ func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, 
 		pl.event(pod, v1.EventTypeNormal, ReasonReleased, "Release", fmt.Sprintf("Runs on node %s, not on node %s where runner %s's room was reserved: released the reservation", pod.Spec.NodeName, taken.node, runner.Name))
 	} else {
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.node)
-		pl.routineEvent(pod, ReasonClaimed, "Claim", fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.node))
+		pl.routineEvent(pod, ReasonClaimed, "Claim", func() string {
+			return fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.node)
+		})
 	}
 	pl.activateWaiting(logger)
 }
@@ -303,8 +305,9 @@ func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finish
 		pl.countRelease(reason, r.claimedBy != "")
 		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.node, "reason", reason)
 		if r.claimedBy == "" {
-			pl.routineEvent(pod, ReasonReleased, "Release",
-				fmt.Sprintf("Released %s on node %s unclaimed: the runner %s", r.size, r.node, how))
+			pl.routineEvent(pod, ReasonReleased, "Release", func() string {
+				return fmt.Sprintf("Released %s on node %s unclaimed: the runner %s", r.size, r.node, how)
+			})
 		}
 	}
 	if runner, ok := pl.runnerOf(pod); ok {
@@ -384,14 +387,15 @@ func (pl *WorkflowReservation) event(pod *v1.Pod, eventType, reason, action, not
 // waiting runner) if the pod's profile
 // (else this one) has reservationEvents on. Each is an API write, an Event
 // with a TTL lease in etcd, per job; the reservation is on the runner's
-// record (ReservationAnnotation) whatever this says.
-func (pl *WorkflowReservation) routineEvent(pod *v1.Pod, reason, action, note string) {
+// record (ReservationAnnotation) whatever this says. note is built only for
+// an event that is sent.
+func (pl *WorkflowReservation) routineEvent(pod *v1.Pod, reason, action string, note func() string) {
 	owner := pl.sh.profileOf(pod)
 	if owner == nil {
 		owner = pl
 	}
 	if owner.reservationEvents {
-		pl.event(pod, v1.EventTypeNormal, reason, action, truncate(note))
+		pl.event(pod, v1.EventTypeNormal, reason, action, truncate(note()))
 	}
 }
 

@@ -2,6 +2,8 @@ package workflowreservation
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +99,57 @@ func TestReleaseAndClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the runner's reservation is released", func() bool { return pl.store.empty() })
+}
+
+// The informer's claim and the release of an unclaimed reservation are
+// routine: events only with reservationEvents, the shipped default off.
+func TestRoutineHandlerEvents(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reservationEvents=%v", on), func(t *testing.T) {
+			ctx := context.Background()
+			r1 := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+			r2 := runnerPod("r2").Node("n1").Annotation(ReservationAnnotation, recordedFor("r2")).Obj()
+			args := defaultArgs()
+			args.ReservationEvents = on
+			pl, h := newTestPlugin(t, args, true, r1, r2)
+			pods := h.client.CoreV1().Pods("arc")
+			wf := workflowPod("r1").Node("n1").Obj()
+			if _, err := pods.Create(ctx, wf, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := pods.Delete(ctx, "r2", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "r1 claimed, r2 released", func() bool {
+				r, _ := pl.store.get(key("r1"))
+				_, held := pl.store.get(key("r2"))
+				return r.claimedBy == wf.UID && !held
+			})
+			// The handlers run in order: once r3 is seen, the claim's and
+			// the release's handlers have returned, events sent.
+			r3 := runnerPod("r3").Node("n1").Annotation(ReservationAnnotation, recordedFor("r3")).Obj()
+			if _, err := pods.Create(ctx, r3, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "r3's reservation rebuilt", func() bool {
+				_, ok := pl.store.get(key("r3"))
+				return ok
+			})
+			var reasons []string
+			for _, e := range drainEvents(h) {
+				reasons = append(reasons, strings.Fields(e)[1])
+			}
+			slices.Sort(reasons)
+			var want []string
+			if on {
+				want = []string{ReasonReleased, ReasonClaimed}
+				slices.Sort(want)
+			}
+			if !slices.Equal(reasons, want) {
+				t.Errorf("event reasons %q, want %q", reasons, want)
+			}
+		})
+	}
 }
 
 func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {

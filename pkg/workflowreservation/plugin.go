@@ -211,7 +211,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	sh.pairs = newPairPods(h.ClientSet(), pl.pods, informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			if eventType == v1.EventTypeNormal {
-				pl.routineEvent(pod, reason, "PairPod", note) // one per waiting runner
+				pl.routineEvent(pod, reason, "PairPod", func() string { return note }) // one per waiting runner
 				return
 			}
 			pl.event(pod, eventType, reason, "PairPod", note)
@@ -630,12 +630,18 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 	switch s.kind {
 	case kindRunner:
 		pl.warnIfBoundElsewhere(ctx, cs, pod, nodeName)
-		logger.V(2).Info("Reserved room for the workflow pod", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String(), "source", s.source)
-		pl.routineEvent(pod, ReasonReserved, "Reserve", reservedNote(s, nodeName))
+		if logger := logger.V(2); logger.Enabled() {
+			// The hook mode shows here and in the event only: the record does not carry it.
+			logger.Info("Reserved room for the workflow pod", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String(), "source", s.source,
+				"stepRequests", s.step.String(), "hostPorts", portList(s.ports), "hookMode", s.hookMode)
+		}
+		pl.routineEvent(pod, ReasonReserved, "Reserve", func() string { return reservedNote(s, nodeName) })
 	case kindWorkflow:
 		pl.observeClaim(s.own)
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName)
-		pl.routineEvent(pod, ReasonClaimed, "Claim", fmt.Sprintf("Claimed the reservation of runner %s on node %s", s.runner.Name, nodeName))
+		pl.routineEvent(pod, ReasonClaimed, "Claim", func() string {
+			return fmt.Sprintf("Claimed the reservation of runner %s on node %s", s.runner.Name, nodeName)
+		})
 	}
 }
 
@@ -655,14 +661,19 @@ func reservedNote(s *preFilterState, node string) string {
 		fmt.Fprintf(&b, "; of it %s for container-step pods", s.step)
 	}
 	if len(s.ports) > 0 {
-		var ports []string
-		for _, p := range s.ports {
-			ports = append(ports, p.String())
-		}
-		fmt.Fprintf(&b, "; host ports %s", strings.Join(ports, ","))
+		fmt.Fprintf(&b, "; host ports %s", portList(s.ports))
 	}
 	if s.hookMode != "" {
 		fmt.Fprintf(&b, "; hook mode: %s", s.hookMode)
 	}
 	return b.String()
+}
+
+// portList is ports as "6379/TCP,8080/TCP".
+func portList(ports []config.HostPort) string {
+	out := make([]string, 0, len(ports))
+	for _, p := range ports {
+		out = append(out, p.String())
+	}
+	return strings.Join(out, ",")
 }

@@ -318,7 +318,9 @@ func TestStandbySaysNothing(t *testing.T) {
 	// Metrics are process-wide: a profile of its own for each run.
 	profile := fmt.Sprintf("standby-%d", time.Now().UnixNano())
 	runner := runnerPod("r1").SchedulerName(profile).Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
-	pl, h := newTestReplica(t, defaultArgs(), leader, profile, true, runner)
+	args := defaultArgs()
+	args.ReservationEvents = true // the routine claim event is the one a standby must not send
+	pl, h := newTestReplica(t, args, leader, profile, true, runner)
 	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, workflowPod("r1").Node("n1").Obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

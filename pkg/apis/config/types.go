@@ -55,7 +55,9 @@ type WorkflowReservationArgs struct {
 	PlaceholderImage string
 	// ReservationEvents turns on the routine Normal events of every runner
 	// and workflow pod: WorkflowCapacityReserved, WorkflowReservationClaimed,
-	// WorkflowReservationReleased. Warnings are always sent.
+	// WorkflowReservationReleased as planned (the runner ended unclaimed, a
+	// job ran no container), PairPodCreated. The rare releases (node deleted,
+	// workflow pod on another node) and Warnings are always sent.
 	ReservationEvents bool
 }
 
