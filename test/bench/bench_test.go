@@ -30,12 +30,22 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "tandem", inprocess.Registry(), perf.WithPrepareFn(startHook))
 }
 
-// startHook runs the container hook emulator (Hook) for the workload.
+// startHook runs the container hook emulator (Hook) and the measured
+// window's recorder (Window) for the workload.
 func startHook(tCtx ktesting.TContext) error {
 	stop, err := StartHook(tCtx, tCtx.Client())
 	if err != nil {
 		return err
 	}
 	tCtx.Cleanup(stop)
+	stopWindow, err := StartWindow(tCtx, tCtx.Client(), tCtx.Name())
+	if err != nil {
+		return err
+	}
+	tCtx.Cleanup(func() {
+		if err := stopWindow(); err != nil {
+			tCtx.Error(err)
+		}
+	})
 	return nil
 }

@@ -17,6 +17,10 @@ const (
 	MetricAttempt    = "scheduler_scheduling_attempt_duration_seconds"
 	MetricAlgorithm  = "scheduler_scheduling_algorithm_duration_seconds"
 	MetricSLI        = "scheduler_pod_scheduling_sli_duration_seconds"
+	MetricAPIRequest = "apiserver_request_duration_seconds"
+	// WindowPhase is the phase of the data items test/bench's Window writes
+	// (window-*.json): the measured window alone.
+	WindowPhase = "window"
 )
 
 // Sample is what one run measured in its metrics-collecting phase.
@@ -42,6 +46,11 @@ type Sample struct {
 	// AttemptsPerPod is scheduling attempts per pod bound by the scheduler
 	// over the phase (from the progress samples).
 	AttemptsPerPod float64 `json:"attemptsPerPod,omitempty"`
+	// BindingP99 is the apiserver's latency of pods/binding requests.
+	BindingP99 float64 `json:"bindingP99,omitempty"`
+	// Windowed says the latencies are those of the measured window (the
+	// window's data items); scheduler_perf's own cover the whole workload.
+	Windowed bool `json:"windowed,omitempty"`
 }
 
 // dataItems is scheduler_perf's data items file.
@@ -59,18 +68,34 @@ type Key string
 func key(testCase, workload string) Key { return Key(testCase + "/" + workload) }
 
 // ReadDir reads the data items (*.json) and progress samples (*.dat) that
-// scheduler_perf wrote into dir (its -data-items-dir), by test case and
-// workload.
+// scheduler_perf and the measured window wrote into dir (its
+// -data-items-dir), by test case and workload. The window's latencies
+// replace scheduler_perf's.
 func ReadDir(dir string) (map[Key]Sample, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, err
 	}
-	samples := map[Key]Sample{}
+	samples, windows := map[Key]Sample{}, map[Key]Sample{}
 	for _, f := range files {
-		if err := readDataItems(f, samples); err != nil {
+		into := samples
+		if strings.HasPrefix(filepath.Base(f), "window-") {
+			into = windows
+		}
+		if err := readDataItems(f, into); err != nil {
 			return nil, err
 		}
+	}
+	for k, w := range windows {
+		s, ok := samples[k]
+		if !ok {
+			continue // the run measured nothing else
+		}
+		s.P50, s.P99, s.UnschedulableP99 = w.P50, w.P99, w.UnschedulableP99
+		s.AlgorithmP50, s.AlgorithmP99 = w.AlgorithmP50, w.AlgorithmP99
+		s.SLIP50, s.SLIP99 = w.SLIP50, w.SLIP99
+		s.BindingP99, s.Windowed = w.BindingP99, true
+		samples[k] = s
 	}
 	dats, err := filepath.Glob(filepath.Join(dir, "*.dat"))
 	if err != nil {
@@ -125,6 +150,10 @@ func readDataItems(file string, samples map[Key]Sample) error {
 			s.AlgorithmP50, s.AlgorithmP99 = it.Data["Perc50"], it.Data["Perc99"]
 		case MetricSLI:
 			s.SLIP50, s.SLIP99 = it.Data["Perc50"], it.Data["Perc99"]
+		case MetricAPIRequest:
+			if it.Labels["subresource"] == "binding" {
+				s.BindingP99 = it.Data["Perc99"]
+			}
 		}
 		samples[k] = s
 	}

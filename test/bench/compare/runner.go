@@ -74,15 +74,27 @@ func (r *Runner) Run(ctx context.Context, run Run, order int, extra ...string) R
 		res.Err = err.Error()
 	} else if samples, err := ReadDir(dir); err != nil {
 		res.Err = err.Error()
-	} else if s, ok := samples[key(run.Workload.TestCase(run.Side), run.Workload.Name)]; ok {
-		res.Sample = &s
 	} else {
-		res.Err = "no data items"
+		res.Sample, res.Err = sampleOf(samples, key(run.Workload.TestCase(run.Side), run.Workload.Name))
 	}
 	if err := writeRecord(dir, res); err != nil && res.Err == "" {
 		res.Err = err.Error()
 	}
 	return res
+}
+
+// sampleOf is the sample of k, or why there is none: no data items, or no
+// measured window (test/bench/window.go), without which the latencies
+// would cover the warm-up.
+func sampleOf(samples map[Key]Sample, k Key) (*Sample, string) {
+	s, ok := samples[k]
+	switch {
+	case !ok:
+		return nil, "no data items"
+	case !s.Windowed:
+		return nil, "no measured window (window-*.json): the workload lacks its window-start/window-stop markers"
+	}
+	return &s, ""
 }
 
 // RunAllShort runs the short variant of every workload in one process
@@ -111,11 +123,7 @@ func (r *Runner) RunAllShort(ctx context.Context, workloads []Workload) ([]Resul
 		}
 		for i, side := range []string{Vanilla, Tandem} {
 			res := Result{Run: Run{Rep: 1, Workload: w, Side: side}, Order: i + 1, MaxLoad1: all.MaxLoad1, Start: all.Start}
-			if s, ok := samples[key(w.TestCase(side), w.Name)]; ok {
-				res.Sample = &s
-			} else {
-				res.Err = "no data items"
-			}
+			res.Sample, res.Err = sampleOf(samples, key(w.TestCase(side), w.Name))
 			results = append(results, res)
 		}
 	}

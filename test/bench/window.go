@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	dto "github.com/prometheus/client_model/go"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/component-base/metrics/testutil"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// The measured window's markers: ConfigMaps a workload creates with
+// createAny (templates/window-start.yaml, templates/window-stop.yaml).
+const (
+	WindowNamespace = "bench-window"
+	WindowStart     = "window-start"
+	WindowStop      = "window-stop"
+)
+
+// WindowPhase is the phase label of the data items Window writes.
+const WindowPhase = "window"
+
+// windowed are the histograms Window measures: metric name, and the label
+// whose values each get a data item ("" for one item over all series).
+var windowed = []struct {
+	metric, label string
+	values        []string
+}{
+	{"scheduler_scheduling_attempt_duration_seconds", "result", []string{"scheduled", "unschedulable"}},
+	{"scheduler_scheduling_algorithm_duration_seconds", "", nil},
+	{"scheduler_pod_scheduling_sli_duration_seconds", "", nil},
+	{"scheduler_framework_extension_point_duration_seconds", "extension_point", []string{"PreFilter", "Filter", "Score", "Reserve", "Permit", "Bind"}},
+	{"apiserver_request_duration_seconds", "subresource", []string{"binding"}},
+}
+
+// Window measures the scheduler's latency histograms over a workload's
+// measured phase only. scheduler_perf (v1.35 to v1.37) means to reset them
+// when it starts collecting metrics (metricsCollector.init) but resets a
+// gathered copy (the MetricFamily protobufs that Gather returned), so its
+// quantiles cover the whole workload, warm-up included. A workload marks the phase with two
+// ConfigMaps in WindowNamespace, WindowStart after its warm-up's barriers
+// and WindowStop after the measured phase's last barrier; Window snapshots
+// the histograms at each and writes the differences as scheduler_perf data
+// items, phase WindowPhase, to window-<test case>_<workload>.json in
+// -data-items-dir. test/bench/compare prefers them.
+type Window struct {
+	name string // test case/workload
+	dir  string
+
+	mu    sync.Mutex
+	start map[string]*dto.Histogram
+	done  bool
+	err   error
+}
+
+// StartWindow watches client for the markers of the workload named name
+// ("BenchmarkPerfScheduling/<test case>/<workload>"). stop ends the watch and
+// returns an error if a window started and was not written.
+func StartWindow(ctx context.Context, client kubernetes.Interface, name string) (stop func() error, err error) {
+	w := &Window{name: name}
+	if f := flag.Lookup("data-items-dir"); f != nil {
+		w.dir = f.Value.String()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(WindowNamespace))
+	if _, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if cm, ok := obj.(*v1.ConfigMap); ok {
+				w.mark(cm.Name)
+			}
+		},
+	}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("window: configmap handler: %w", err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return func() error {
+		cancel()
+		factory.Shutdown()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.start != nil && !w.done && w.err == nil {
+			w.err = errors.New("window: started, never stopped (no " + WindowStop + " marker seen)")
+		}
+		return w.err
+	}, nil
+}
+
+func (w *Window) mark(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch name {
+	case WindowStart:
+		w.start, w.err = gatherWindowed()
+	case WindowStop:
+		if w.start == nil || w.done {
+			return
+		}
+		w.done = true
+		end, err := gatherWindowed()
+		if err == nil {
+			err = w.write(end)
+		}
+		w.err = err
+	}
+}
+
+// write writes the data items of end minus start.
+func (w *Window) write(end map[string]*dto.Histogram) error {
+	if w.dir == "" {
+		return nil // no -data-items-dir: nothing is written
+	}
+	parts := strings.Split(w.name, "/")
+	if len(parts) < 3 {
+		return fmt.Errorf("window: test named %q: want BenchmarkPerfScheduling/<test case>/<workload>", w.name)
+	}
+	var items windowItems
+	for _, m := range windowed {
+		values := m.values
+		if m.label == "" {
+			values = []string{""}
+		}
+		for _, v := range values {
+			k := seriesKey(m.metric, m.label, v)
+			h := subtract(end[k], w.start[k])
+			if h == nil {
+				continue
+			}
+			labels := map[string]string{"Name": strings.Join(parts[:3], "/") + "/" + WindowPhase, "Metric": m.metric}
+			if m.label != "" {
+				labels[m.label] = v
+			}
+			items.DataItems = append(items.DataItems, windowItem{Data: quantiles(h), Unit: "ms", Labels: labels})
+		}
+	}
+	data, err := json.MarshalIndent(items, "", "  ")
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(w.dir, "window-"+parts[1]+"_"+parts[2]+".json")
+	klog.Background().Info("Window: writing the measured phase's latencies", "file", file, "items", len(items.DataItems))
+	return os.WriteFile(file, data, 0o644)
+}
+
+type windowItems struct {
+	DataItems []windowItem `json:"dataItems"`
+}
+
+type windowItem struct {
+	Data   map[string]float64 `json:"data"`
+	Unit   string             `json:"unit"`
+	Labels map[string]string  `json:"labels"`
+}
+
+func seriesKey(metric, label, value string) string {
+	return metric + "{" + label + "=" + value + "}"
+}
+
+// gatherWindowed returns the windowed histograms now, each label value's
+// series summed (all series of a metric without a label).
+func gatherWindowed() (map[string]*dto.Histogram, error) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("window: gathering metrics: %w", err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range families {
+		byName[f.GetName()] = f
+	}
+	out := map[string]*dto.Histogram{}
+	for _, m := range windowed {
+		f := byName[m.metric]
+		if f == nil {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			value := ""
+			if m.label != "" {
+				for _, l := range metric.GetLabel() {
+					if l.GetName() == m.label {
+						value = l.GetValue()
+					}
+				}
+			}
+			k := seriesKey(m.metric, m.label, value)
+			sum, err := add(out[k], metric.GetHistogram())
+			if err != nil {
+				return nil, fmt.Errorf("window: %s: %w", k, err)
+			}
+			out[k] = sum
+		}
+	}
+	return out, nil
+}
+
+// add returns a + b, histograms of the same buckets; a may be nil.
+func add(a, b *dto.Histogram) (*dto.Histogram, error) {
+	if b == nil {
+		return a, nil
+	}
+	if a == nil {
+		a = &dto.Histogram{SampleCount: ptr.To[uint64](0), SampleSum: ptr.To(0.0)}
+		for _, bk := range b.GetBucket() {
+			a.Bucket = append(a.Bucket, &dto.Bucket{UpperBound: ptr.To(bk.GetUpperBound()), CumulativeCount: ptr.To[uint64](0)})
+		}
+	}
+	if len(a.Bucket) != len(b.Bucket) {
+		return nil, fmt.Errorf("series with %d and %d buckets", len(a.Bucket), len(b.Bucket))
+	}
+	*a.SampleCount += b.GetSampleCount()
+	*a.SampleSum += b.GetSampleSum()
+	for i, bk := range b.GetBucket() {
+		*a.Bucket[i].CumulativeCount += bk.GetCumulativeCount()
+	}
+	return a, nil
+}
+
+// subtract returns end - start, nil if nothing was observed in between;
+// start may be nil (nothing observed before).
+func subtract(end, start *dto.Histogram) *dto.Histogram {
+	if end == nil {
+		return nil
+	}
+	out := &dto.Histogram{SampleCount: ptr.To(end.GetSampleCount()), SampleSum: ptr.To(end.GetSampleSum())}
+	for _, bk := range end.GetBucket() {
+		out.Bucket = append(out.Bucket, &dto.Bucket{UpperBound: ptr.To(bk.GetUpperBound()), CumulativeCount: ptr.To(bk.GetCumulativeCount())})
+	}
+	if start != nil && len(start.Bucket) == len(out.Bucket) {
+		*out.SampleCount -= start.GetSampleCount()
+		*out.SampleSum -= start.GetSampleSum()
+		for i, bk := range start.GetBucket() {
+			*out.Bucket[i].CumulativeCount -= bk.GetCumulativeCount()
+		}
+	}
+	if out.GetSampleCount() == 0 {
+		return nil
+	}
+	return out
+}
+
+// quantiles are the data of one item, in milliseconds, as scheduler_perf
+// writes them.
+func quantiles(h *dto.Histogram) map[string]float64 {
+	th := &testutil.Histogram{Histogram: h}
+	ms := func(s float64) float64 {
+		if math.IsInf(s, 0) || math.IsNaN(s) {
+			return 0
+		}
+		return s * 1000
+	}
+	return map[string]float64{
+		"Perc50":  ms(th.Quantile(0.50)),
+		"Perc90":  ms(th.Quantile(0.90)),
+		"Perc95":  ms(th.Quantile(0.95)),
+		"Perc99":  ms(th.Quantile(0.99)),
+		"Average": ms(th.Average()),
+		"Count":   float64(h.GetSampleCount()),
+	}
+}

@@ -1,0 +1,75 @@
+package bench
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/utils/ptr"
+)
+
+func histogram(count uint64, sum float64, cumulative ...uint64) *dto.Histogram {
+	h := &dto.Histogram{SampleCount: ptr.To(count), SampleSum: ptr.To(sum)}
+	bounds := []float64{0.1, 1, 10}
+	for i, c := range cumulative {
+		h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: ptr.To(bounds[i]), CumulativeCount: ptr.To(c)})
+	}
+	return h
+}
+
+// The window is what was observed between the two snapshots: 100 fast
+// attempts before it, 10 slow ones in it.
+func TestWindowSubtractsTheWarmUp(t *testing.T) {
+	before := histogram(100, 5, 100, 100, 100)
+	sum, err := add(nil, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := add(histogram(100, 5, 100, 100, 100), histogram(10, 50, 0, 0, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := subtract(end, sum)
+	if d.GetSampleCount() != 10 || d.GetSampleSum() != 50 {
+		t.Fatalf("window holds %d samples summing to %v, want 10 and 50", d.GetSampleCount(), d.GetSampleSum())
+	}
+	q := quantiles(d)
+	// All ten in the (1 s, 10 s] bucket: p50 interpolates to 5.5 s.
+	if q["Perc50"] != 5500 || q["Average"] != 5000 || q["Count"] != 10 {
+		t.Errorf("quantiles %v, want Perc50 5500 ms, Average 5000 ms, Count 10", q)
+	}
+	if subtract(before, before) != nil {
+		t.Error("a window that observed nothing has data")
+	}
+	if _, err := add(before, histogram(1, 1, 1)); err == nil {
+		t.Error("series of different buckets were summed")
+	}
+}
+
+// write names the file and the items as test/bench/compare reads them.
+func TestWindowWrite(t *testing.T) {
+	dir := t.TempDir()
+	w := &Window{name: "BenchmarkPerfScheduling/ChurnTandem/500Nodes_2000Pairs_4Rounds", dir: dir,
+		start: map[string]*dto.Histogram{}}
+	k := seriesKey("scheduler_scheduling_attempt_duration_seconds", "result", "scheduled")
+	if err := w.write(map[string]*dto.Histogram{k: histogram(4, 2, 0, 4, 4)}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "window-ChurnTandem_500Nodes_2000Pairs_4Rounds.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items windowItems
+	if err := json.Unmarshal(data, &items); err != nil {
+		t.Fatal(err)
+	}
+	if len(items.DataItems) != 1 {
+		t.Fatalf("items %+v, want one", items.DataItems)
+	}
+	it := items.DataItems[0]
+	if it.Labels["Name"] != "BenchmarkPerfScheduling/ChurnTandem/500Nodes_2000Pairs_4Rounds/window" || it.Labels["result"] != "scheduled" || it.Data["Count"] != 4 {
+		t.Errorf("item %+v", it)
+	}
+}
