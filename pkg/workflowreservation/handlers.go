@@ -43,12 +43,6 @@ func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool
 	if err != nil {
 		return nil, fmt.Errorf("registering node handler: %w", err)
 	}
-	if _, err := informers.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { pl.onConfigMap(logger, obj) },
-		UpdateFunc: func(_, obj any) { pl.onConfigMap(logger, obj) },
-	}); err != nil {
-		return nil, fmt.Errorf("registering configmap handler: %w", err)
-	}
 	return func() bool { return podReg.HasSynced() && nodeReg.HasSynced() }, nil
 }
 

@@ -193,12 +193,18 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		return pl, nil
 	}
 	informers := h.SharedInformerFactory()
-	pl.sizer.configMaps = informers.Core().V1().ConfigMaps().Lister()
+	configMaps, configMapsSynced, err := pl.hookTemplates(ctx, args.HookTemplateNamespaces)
+	if err != nil {
+		return nil, err
+	}
+	pl.sizer.configMaps = configMaps
 	pl.pods = informers.Core().V1().Pods().Lister()
 	pl.nodes = informers.Core().V1().Nodes().Lister()
 	pl.jobs = informers.Batch().V1().Jobs().Lister()
 	if !first {
-		pl.synced, pl.reconciled = sh.feeder.synced, sh.feeder.reconciled
+		feederSynced := sh.feeder.synced
+		pl.synced = latch(func() bool { return feederSynced() && configMapsSynced() })
+		pl.reconciled = sh.feeder.reconciled
 		sh.holds.enable(pl.reservationMode)
 		return pl, nil
 	}
@@ -207,7 +213,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	if err != nil {
 		return nil, err
 	}
-	pl.synced = latch(synced)
+	pl.synced = latch(func() bool { return synced() && configMapsSynced() })
 	sh.pairs = newPairPods(h.ClientSet(), pl.pods, informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			if eventType == v1.EventTypeNormal {

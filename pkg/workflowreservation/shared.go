@@ -49,6 +49,11 @@ type shared struct {
 	// warned holds, per pod, the reasons of the Warning events PreFilter
 	// already sent it that every retry would repeat.
 	warned map[types.UID]map[string]bool
+	// configMapInformers are the informers of hookTemplateNamespaces, by
+	// namespace; configMapWatched the ConfigMap informers with the
+	// handler (allNamespaces: the scheduler's).
+	configMapInformers map[string]cache.SharedIndexInformer
+	configMapWatched   map[string]bool
 }
 
 func newShared(l *leadership.Leadership) *shared {

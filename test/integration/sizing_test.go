@@ -129,3 +129,32 @@ func TestBrokenSourceWithoutDefault(t *testing.T) {
 		t.Errorf("reservation = cpu %s from %s, want cpu 2 from hook-template", cpu, source)
 	}
 }
+
+// hookTemplateNamespaces: a namespace listed is watched (the template is
+// read, and creating it retries the runner at once); a runner of another
+// namespace is told that its namespace is not watched.
+func TestHookTemplateNamespaces(t *testing.T) {
+	t.Run("listed", func(t *testing.T) {
+		e := newEnvWithoutScheduler(t, map[string]string{"hn-n1": "4"})
+		e.config = tandemConfig("hookTemplateNamespaces: [" + e.ns + "]")
+		e.startScheduler()
+		e.create("r1", podSpec{cpu: "100m", runner: true, mutate: withTemplate("default.yaml")})
+		wantContains(t, "pending message", e.unschedulable("r1"), "ConfigMap "+e.ns+"/hook-templates not found")
+		e.hookTemplates(map[string]string{"default.yaml": hookTemplate})
+		e.bound("r1")
+		if _, cpu, source := e.recordedReservation("r1"); cpu != "2" || source != "hook-template" {
+			t.Errorf("reservation = cpu %s from %s, want cpu 2 from hook-template", cpu, source)
+		}
+	})
+	t.Run("not listed", func(t *testing.T) {
+		e := newEnv(t, tandemConfig("hookTemplateNamespaces: [arc-elsewhere]", "defaultWorkflowRequests: {cpu: 500m}"), map[string]string{"hn-n2": "4"})
+		e.hookTemplates(map[string]string{"default.yaml": hookTemplate})
+		e.create("r2", podSpec{cpu: "100m", runner: true, mutate: withTemplate("default.yaml")})
+		e.bound("r2")
+		wantContains(t, "warning", e.event("r2", workflowreservation.ReasonInvalidWorkflowSize),
+			"ConfigMaps of namespace "+e.ns+" are not watched", "hookTemplateNamespaces lists arc-elsewhere")
+		if _, cpu, source := e.recordedReservation("r2"); cpu != "500m" || source != "default" {
+			t.Errorf("reservation = cpu %s from %s, want cpu 500m from default", cpu, source)
+		}
+	})
+}

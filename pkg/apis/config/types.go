@@ -59,6 +59,10 @@ type WorkflowReservationArgs struct {
 	// job ran no container), PairPodCreated. The rare releases (node deleted,
 	// workflow pod on another node) and Warnings are always sent.
 	ReservationEvents bool
+	// HookTemplateNamespaces are the namespaces whose ConfigMaps are
+	// watched for runners' container hook templates; empty: every
+	// namespace.
+	HookTemplateNamespaces []string
 }
 
 // Where held reservations live (ReservationMode).

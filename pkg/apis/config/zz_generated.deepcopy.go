@@ -83,6 +83,11 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		copy(*out, *in)
 	}
 	out.NoWorkflowPodGrace = in.NoWorkflowPodGrace
+	if in.HookTemplateNamespaces != nil {
+		in, out := &in.HookTemplateNamespaces, &out.HookTemplateNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

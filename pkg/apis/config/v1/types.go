@@ -100,6 +100,17 @@ type WorkflowReservationArgs struct {
 	// placeholder lost, ...) are sent whatever this says. Defaults to false.
 	// +optional
 	ReservationEvents *bool `json:"reservationEvents,omitempty"`
+	// HookTemplateNamespaces are the namespaces whose ConfigMaps tandem
+	// watches for runners' container hook templates (the ConfigMap a
+	// runner mounts at ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE): the
+	// namespaces of your runner scale sets. Empty (the default): every
+	// namespace, which keeps every ConfigMap of the cluster in the
+	// scheduler's memory. A runner in another namespace whose template is
+	// a ConfigMap is sized by the next source, with an InvalidWorkflowSize
+	// warning that says so.
+	// +optional
+	// +listType=set
+	HookTemplateNamespaces []string `json:"hookTemplateNamespaces,omitempty"`
 }
 
 // ScoringStrategyType names a way to rank nodes by their allocation.

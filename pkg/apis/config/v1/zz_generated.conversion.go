@@ -129,6 +129,7 @@ func autoConvert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in
 	if err := metav1.Convert_Pointer_bool_To_bool(&in.ReservationEvents, &out.ReservationEvents, s); err != nil {
 		return err
 	}
+	out.HookTemplateNamespaces = *(*[]string)(unsafe.Pointer(&in.HookTemplateNamespaces))
 	return nil
 }
 
@@ -167,6 +168,7 @@ func autoConvert_config_WorkflowReservationArgs_To_v1_WorkflowReservationArgs(in
 	if err := metav1.Convert_bool_To_Pointer_bool(&in.ReservationEvents, &out.ReservationEvents, s); err != nil {
 		return err
 	}
+	out.HookTemplateNamespaces = *(*[]string)(unsafe.Pointer(&in.HookTemplateNamespaces))
 	return nil
 }
 

@@ -121,6 +121,11 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.HookTemplateNamespaces != nil {
+		in, out := &in.HookTemplateNamespaces, &out.HookTemplateNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

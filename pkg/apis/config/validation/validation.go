@@ -72,6 +72,17 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 		}
 		seen[p] = true
 	}
+	namespaces := sets.New[string]()
+	for i, ns := range args.HookTemplateNamespaces {
+		nsPath := path.Child("hookTemplateNamespaces").Index(i)
+		for _, msg := range utilvalidation.IsDNS1123Label(ns) {
+			allErrs = append(allErrs, field.Invalid(nsPath, ns, msg))
+		}
+		if namespaces.Has(ns) {
+			allErrs = append(allErrs, field.Duplicate(nsPath, ns))
+		}
+		namespaces.Insert(ns)
+	}
 	return allErrs.ToAggregate()
 }
 

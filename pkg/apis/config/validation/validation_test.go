@@ -81,6 +81,15 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 				field.Invalid(field.NewPath("args", "defaultHostPorts").Index(4), "80/HTTP", ""),
 			},
 		},
+		"hook template namespaces": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.HookTemplateNamespaces = []string{"arc-runners", "Arc_Runners", "arc-runners"}
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(field.NewPath("args", "hookTemplateNamespaces").Index(1), "Arc_Runners", ""),
+				field.Duplicate(field.NewPath("args", "hookTemplateNamespaces").Index(2), "arc-runners"),
+			},
+		},
 		"nil selector": {
 			modify: func(args *config.WorkflowReservationArgs) {
 				args.RunnerSelector = nil
