@@ -16,51 +16,53 @@ import (
 )
 
 // allNamespaces keys the scheduler's cluster-wide ConfigMap informer in
-// shared.configMaps.
+// shared.configMapWatched.
 const allNamespaces = ""
 
-// hookTemplates returns the lister that hook templates are read through
-// and whether its informers have synced. Without hookTemplateNamespaces it
-// is the scheduler's cluster-wide ConfigMap informer; with them, one
-// informer per namespace, started here and shared by the profiles. Each
-// informer gets the handler that retries runners waiting for a template
-// once.
-func (pl *WorkflowReservation) hookTemplates(ctx context.Context, namespaces []string) (corelisters.ConfigMapLister, func() bool, error) {
+// hookTemplates returns the lister that hook templates are read through.
+// Without hookTemplateNamespaces it is the scheduler's cluster-wide
+// ConfigMap informer, which the scheduler syncs before it schedules; with
+// them, one informer per namespace, started here and shared by the
+// profiles. Nothing waits for those: a runner whose template is in a
+// namespace not listed yet waits (notListedError), other pods are not held
+// up by a namespace tandem cannot list. Each informer gets, once, the
+// handler that retries runners waiting for a template.
+func (pl *WorkflowReservation) hookTemplates(ctx context.Context, namespaces []string) (corelisters.ConfigMapLister, error) {
 	logger := klog.FromContext(ctx)
 	if len(namespaces) == 0 {
 		inf := pl.handle.SharedInformerFactory().Core().V1().ConfigMaps()
 		if err := pl.sh.watchConfigMaps(logger, pl, allNamespaces, inf.Informer()); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		// The scheduler starts and syncs its own factory before it schedules.
-		return inf.Lister(), func() bool { return true }, nil
+		return inf.Lister(), nil
 	}
-	listers := map[string]corelisters.ConfigMapNamespaceLister{}
-	var synced []cache.InformerSynced
+	out := namespacedConfigMaps{listers: map[string]corelisters.ConfigMapNamespaceLister{}, synced: map[string]cache.InformerSynced{}}
 	for _, ns := range namespaces {
-		inf, started := pl.sh.configMapInformer(ns, func() cache.SharedIndexInformer {
+		inf, existed := pl.sh.configMapInformer(ns, func() cache.SharedIndexInformer {
 			factory := informers.NewSharedInformerFactoryWithOptions(pl.handle.ClientSet(), 0, informers.WithNamespace(ns))
-			inf := factory.Core().V1().ConfigMaps().Informer()
-			factory.Start(ctx.Done())
-			return inf
+			return factory.Core().V1().ConfigMaps().Informer()
 		})
-		if !started {
+		if !existed {
 			if err := pl.sh.watchConfigMaps(logger, pl, ns, inf); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
+			go inf.RunWithContext(ctx)
 		}
-		listers[ns] = corelisters.NewConfigMapLister(inf.GetIndexer()).ConfigMaps(ns)
-		synced = append(synced, inf.HasSynced)
+		out.listers[ns] = corelisters.NewConfigMapLister(inf.GetIndexer()).ConfigMaps(ns)
+		out.synced[ns] = inf.HasSynced
 	}
-	logger.V(2).Info("Watching hook template ConfigMaps in some namespaces only", "namespaces", namespaces)
-	return namespacedConfigMaps{listers: listers, names: slices.Sorted(maps.Keys(listers))}, func() bool {
-		for _, s := range synced {
-			if !s() {
-				return false
-			}
-		}
-		return true
-	}, nil
+	out.names = slices.Sorted(maps.Keys(out.listers))
+	logger.V(2).Info("Watching hook template ConfigMaps in some namespaces only", "namespaces", out.names)
+	return out, nil
+}
+
+// notListedError: the ConfigMaps of a namespace in hookTemplateNamespaces
+// are not listed yet (the informer has not synced: starting, or denied by
+// RBAC).
+type notListedError struct{ namespace string }
+
+func (e notListedError) Error() string {
+	return fmt.Sprintf("the ConfigMaps of namespace %s (hookTemplateNamespaces) are not listed yet; if this lasts, check that tandem-scheduler may list and watch configmaps there", e.namespace)
 }
 
 // configMapInformer returns the informer of namespace's ConfigMaps, made by
@@ -107,7 +109,15 @@ func (sh *shared) watchConfigMaps(logger klog.Logger, pl *WorkflowReservation, k
 // other a Get says that its ConfigMaps are not watched.
 type namespacedConfigMaps struct {
 	listers map[string]corelisters.ConfigMapNamespaceLister
+	synced  map[string]cache.InformerSynced
 	names   []string
+}
+
+// listed reports whether namespace's ConfigMaps are listed: true for a
+// namespace not watched at all (its Get says so).
+func (n namespacedConfigMaps) listed(namespace string) bool {
+	s, ok := n.synced[namespace]
+	return !ok || s()
 }
 
 var _ corelisters.ConfigMapLister = namespacedConfigMaps{}

@@ -193,7 +193,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		return pl, nil
 	}
 	informers := h.SharedInformerFactory()
-	configMaps, configMapsSynced, err := pl.hookTemplates(ctx, args.HookTemplateNamespaces)
+	configMaps, err := pl.hookTemplates(ctx, args.HookTemplateNamespaces)
 	if err != nil {
 		return nil, err
 	}
@@ -202,9 +202,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	pl.nodes = informers.Core().V1().Nodes().Lister()
 	pl.jobs = informers.Batch().V1().Jobs().Lister()
 	if !first {
-		feederSynced := sh.feeder.synced
-		pl.synced = latch(func() bool { return feederSynced() && configMapsSynced() })
-		pl.reconciled = sh.feeder.reconciled
+		pl.synced, pl.reconciled = sh.feeder.synced, sh.feeder.reconciled
 		sh.holds.enable(pl.reservationMode)
 		return pl, nil
 	}
@@ -213,7 +211,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	if err != nil {
 		return nil, err
 	}
-	pl.synced = latch(func() bool { return synced() && configMapsSynced() })
+	pl.synced = latch(synced)
 	sh.pairs = newPairPods(h.ClientSet(), pl.pods, informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			if eventType == v1.EventTypeNormal {
@@ -390,6 +388,12 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	}
 	if s.kind == kindOther && pl.isRunner(pod) {
 		sz := pl.sizer.size(pod)
+		if sz.notListed != nil {
+			// Retried when the namespace's ConfigMaps arrive (onConfigMap).
+			logger.V(2).Info("Runner waits for its namespace's hook templates to be listed", "pod", klog.KObj(pod), "err", sz.notListed)
+			pl.sh.waiting.add(pod)
+			return nil, fwk.NewStatus(fwk.Unschedulable, truncate(fmt.Sprintf("runner %s: %v", klog.KObj(pod), sz.notListed)))
+		}
 		for _, p := range sz.problems {
 			logger.V(2).Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonInvalidWorkflowSize, "Scheduling", truncate(p.Error()))

@@ -73,6 +73,10 @@ type sizing struct {
 	ports []config.HostPort
 	// intended is true when some source was configured (even if broken).
 	intended bool
+	// notListed is set when the runner's hook template is in a namespace
+	// of hookTemplateNamespaces whose ConfigMaps are not listed yet: the
+	// runner waits rather than being sized by the next source.
+	notListed error
 }
 
 // parseResourceList parses "name=quantity[,name=quantity...]".
@@ -275,6 +279,9 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 		if !tmplRead {
 			tmplRead = true
 			tmpl, tmplFound, out.notice, tmplErr = s.fromHookTemplate(pod)
+			if errors.As(tmplErr, new(notListedError)) {
+				out.notListed = tmplErr
+			}
 		}
 		return tmpl, tmplFound, tmplErr
 	}
@@ -294,9 +301,12 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 	if workflow == nil {
 		t, tried, err := template()
 		out.intended = out.intended || tried
-		if err != nil {
+		switch {
+		case out.notListed != nil:
+			return out
+		case err != nil:
 			out.problems = append(out.problems, err)
-		} else if tried {
+		case tried:
 			workflow, out.source = t.workflow, SourceHookTemplate
 		}
 	}
@@ -368,6 +378,9 @@ func (s *sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, no
 	}
 	if s.configMaps == nil {
 		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap lookups are not available", ref.path)
+	}
+	if l, ok := s.configMaps.(namespacedConfigMaps); ok && !l.listed(pod.Namespace) {
+		return nil, true, "", notListedError{namespace: pod.Namespace}
 	}
 	cm, err := s.configMaps.ConfigMaps(pod.Namespace).Get(ref.configMap)
 	if apierrors.IsNotFound(err) {
