@@ -137,7 +137,10 @@ func (w *Window) write(end map[string]*dto.Histogram) error {
 		}
 		for _, v := range values {
 			k := seriesKey(m.metric, m.label, v)
-			h := subtract(end[k], w.start[k])
+			h, err := subtract(end[k], w.start[k])
+			if err != nil {
+				return fmt.Errorf("window: %s: %w", k, err)
+			}
 			if h == nil {
 				continue
 			}
@@ -147,6 +150,9 @@ func (w *Window) write(end map[string]*dto.Histogram) error {
 			}
 			items.DataItems = append(items.DataItems, windowItem{Data: quantiles(h), Unit: "ms", Labels: labels})
 		}
+	}
+	if len(items.DataItems) == 0 {
+		return errors.New("window: nothing observed between " + WindowStart + " and " + WindowStop)
 	}
 	data, err := json.MarshalIndent(items, "", "  ")
 	if err != nil {
@@ -231,26 +237,37 @@ func add(a, b *dto.Histogram) (*dto.Histogram, error) {
 }
 
 // subtract returns end - start, nil if nothing was observed in between;
-// start may be nil (nothing observed before).
-func subtract(end, start *dto.Histogram) *dto.Histogram {
+// start may be nil (nothing observed before). A histogram that shrank (the
+// registry was reset in between, as scheduler_perf does after a workload)
+// or changed buckets is an error.
+func subtract(end, start *dto.Histogram) (*dto.Histogram, error) {
 	if end == nil {
-		return nil
+		return nil, nil
 	}
 	out := &dto.Histogram{SampleCount: ptr.To(end.GetSampleCount()), SampleSum: ptr.To(end.GetSampleSum())}
 	for _, bk := range end.GetBucket() {
 		out.Bucket = append(out.Bucket, &dto.Bucket{UpperBound: ptr.To(bk.GetUpperBound()), CumulativeCount: ptr.To(bk.GetCumulativeCount())})
 	}
-	if start != nil && len(start.Bucket) == len(out.Bucket) {
+	if start != nil {
+		if len(start.Bucket) != len(out.Bucket) {
+			return nil, fmt.Errorf("buckets changed from %d to %d", len(start.Bucket), len(out.Bucket))
+		}
+		if start.GetSampleCount() > end.GetSampleCount() {
+			return nil, fmt.Errorf("%d samples at the start, %d at the end: the metrics were reset in between", start.GetSampleCount(), end.GetSampleCount())
+		}
 		*out.SampleCount -= start.GetSampleCount()
 		*out.SampleSum -= start.GetSampleSum()
 		for i, bk := range start.GetBucket() {
+			if bk.GetCumulativeCount() > out.Bucket[i].GetCumulativeCount() {
+				return nil, fmt.Errorf("bucket le=%v shrank", bk.GetUpperBound())
+			}
 			*out.Bucket[i].CumulativeCount -= bk.GetCumulativeCount()
 		}
 	}
 	if out.GetSampleCount() == 0 {
-		return nil
+		return nil, nil
 	}
-	return out
+	return out, nil
 }
 
 // quantiles are the data of one item, in milliseconds, as scheduler_perf

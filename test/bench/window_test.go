@@ -31,7 +31,10 @@ func TestWindowSubtractsTheWarmUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := subtract(end, sum)
+	d, err := subtract(end, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if d.GetSampleCount() != 10 || d.GetSampleSum() != 50 {
 		t.Fatalf("window holds %d samples summing to %v, want 10 and 50", d.GetSampleCount(), d.GetSampleSum())
 	}
@@ -40,8 +43,14 @@ func TestWindowSubtractsTheWarmUp(t *testing.T) {
 	if q["Perc50"] != 5500 || q["Average"] != 5000 || q["Count"] != 10 {
 		t.Errorf("quantiles %v, want Perc50 5500 ms, Average 5000 ms, Count 10", q)
 	}
-	if subtract(before, before) != nil {
-		t.Error("a window that observed nothing has data")
+	if d, err := subtract(before, before); d != nil || err != nil {
+		t.Errorf("a window that observed nothing: %v, %v; want no data, no error", d, err)
+	}
+	if _, err := subtract(histogram(5, 1, 5, 5, 5), before); err == nil {
+		t.Error("a histogram that shrank (a reset registry) was subtracted")
+	}
+	if _, err := subtract(histogram(200, 9, 200, 200), before); err == nil {
+		t.Error("histograms of different buckets were subtracted")
 	}
 	if _, err := add(before, histogram(1, 1, 1)); err == nil {
 		t.Error("series of different buckets were summed")
@@ -71,5 +80,13 @@ func TestWindowWrite(t *testing.T) {
 	it := items.DataItems[0]
 	if it.Labels["Name"] != "BenchmarkPerfScheduling/ChurnTandem/500Nodes_2000Pairs_4Rounds/window" || it.Labels["result"] != "scheduled" || it.Data["Count"] != 4 {
 		t.Errorf("item %+v", it)
+	}
+}
+
+// A window that observed nothing is an error, not an empty file.
+func TestWindowWriteNothing(t *testing.T) {
+	w := &Window{name: "BenchmarkPerfScheduling/ChurnTandem/500Nodes", dir: t.TempDir(), start: map[string]*dto.Histogram{}}
+	if err := w.write(map[string]*dto.Histogram{}); err == nil {
+		t.Error("an empty window was written")
 	}
 }
