@@ -252,3 +252,39 @@ func TestLatch(t *testing.T) {
 		t.Errorf("%d calls after the latch closed, want none beyond 3", calls)
 	}
 }
+
+// A release that lands while a pod's scheduling cycle is running, after its
+// Filter saw the room still reserved, activates the pod: the scheduler's own
+// event for the change has already requeued it, for the cycle the release
+// overtook, and nothing else would before the periodic flush.
+func TestReleaseDuringCycleActivates(t *testing.T) {
+	ctx := context.Background()
+	r1 := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	pl, h := newTestPlugin(t, defaultArgs(), true, r1, st.MakeNode().Name("n1").Obj())
+	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, p, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	if status := pl.Filter(ctx, cs, p, nodeInfo(threeUnits, r1)); status.IsSuccess() {
+		t.Fatal("Filter let the pod take reserved room")
+	}
+	if err := h.client.CoreV1().Pods("arc").Delete(ctx, "r1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deleted runner's reservation is released", func() bool { return pl.store.empty() })
+	if got := h.activatedPods(); len(got) != 0 {
+		t.Fatalf("activated %v before the pod was turned away", got)
+	}
+	pl.PostFilter(ctx, cs, p, nil)
+	if got := h.activatedPods(); len(got) != 1 || got[0] != "arc/p" {
+		t.Errorf("activated %v after a cycle the release overtook, want [arc/p]", got)
+	}
+	// A later cycle, which saw the room free, activates nothing more.
+	cs = framework.NewCycleState()
+	pl.PreFilter(ctx, cs, p, nil)
+	pl.PostFilter(ctx, cs, p, nil)
+	if got := h.activatedPods(); len(got) != 1 {
+		t.Errorf("activated %v, want only the one activation", got)
+	}
+}

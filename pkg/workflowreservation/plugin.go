@@ -265,6 +265,8 @@ type preFilterState struct {
 	// some node: only then can the plugin's releases of room help it, and
 	// only then does PostFilter remember it for activation.
 	rejected *atomic.Bool
+	// releases is waitingPods.releases() when the cycle began.
+	releases uint64
 	// workflow: the runner whose reservation the pod claims.
 	runner types.NamespacedName
 	own    reservation
@@ -348,7 +350,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			return nil, status
 		}
 	}
-	s := &preFilterState{}
+	s := &preFilterState{releases: pl.sh.waiting.releases()}
 	var result *fwk.PreFilterResult
 	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
 		// A container-step pod of hooks v0.7.0 (its Job names the runner).
@@ -491,7 +493,10 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if s.rejected != nil && s.rejected.Load() {
-		pl.sh.waiting.add(pod)
+		if pl.sh.waiting.turnedAway(pod, s.releases) {
+			klog.FromContext(ctx).V(4).Info("Reserved room was freed during the pod's scheduling cycle; activating it", "pod", klog.KObj(pod))
+			pl.handle.Activate(klog.FromContext(ctx), map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
+		}
 		if s.kind == kindRunner && pl.pairPods {
 			// Some node turned the runner away for its workflow pod only:
 			// an autoscaler would judge the runner schedulable there.

@@ -25,9 +25,15 @@ const recentRejection = 5 * time.Second
 // all past their backoff, a scheduling cycle each, for every job start and
 // end in a busy cluster. Releases no cluster event announces (the
 // reconciler's, a job without a container) activate every waiting pod.
+//
+// A release can also land during the cycle that turns a pod away, after its
+// Filter saw the room held and before PostFilter remembers the pod; the
+// scheduler's event for the change was spent on that very cycle. freed
+// counts the releases, so that PostFilter can tell (turnedAway).
 type waitingPods struct {
-	mu   sync.Mutex
-	pods map[types.UID]waitingPod
+	mu    sync.Mutex
+	pods  map[types.UID]waitingPod
+	freed uint64
 }
 
 type waitingPod struct {
@@ -44,6 +50,27 @@ func (w *waitingPods) add(pod *v1.Pod) {
 	w.pods[pod.UID] = waitingPod{pod: pod, rejected: time.Now()}
 }
 
+// releases returns the count of releases so far, for turnedAway.
+func (w *waitingPods) releases() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.freed
+}
+
+// turnedAway remembers a pod this plugin's Filter turned away in a cycle
+// that began when releases() was seen, and reports whether room was freed
+// since: then the pod must be activated now, because the release's
+// activation ran before the pod was remembered.
+func (w *waitingPods) turnedAway(pod *v1.Pod, seen uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pods == nil {
+		w.pods = map[types.UID]waitingPod{}
+	}
+	w.pods[pod.UID] = waitingPod{pod: pod, rejected: time.Now()}
+	return w.freed != seen
+}
+
 func (w *waitingPods) remove(uid types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -55,6 +82,20 @@ func (w *waitingPods) remove(uid types.UID) {
 func (w *waitingPods) matching(match func(*v1.Pod, time.Time) bool) map[string]*v1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.matchingLocked(match)
+}
+
+// freedRoom counts a release of room and returns the waiting pods for which
+// match is true. Counting and matching under one lock make every pod turned
+// away either matched here or told by turnedAway.
+func (w *waitingPods) freedRoom(match func(*v1.Pod, time.Time) bool) map[string]*v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.freed++
+	return w.matchingLocked(match)
+}
+
+func (w *waitingPods) matchingLocked(match func(*v1.Pod, time.Time) bool) map[string]*v1.Pod {
 	pods := map[string]*v1.Pod{}
 	for _, p := range w.pods {
 		if match(p.pod, p.rejected) {
@@ -67,12 +108,12 @@ func (w *waitingPods) matching(match func(*v1.Pod, time.Time) bool) map[string]*
 // activateWaiting requeues the pods turned away within recentRejection.
 func (pl *WorkflowReservation) activateWaiting(logger klog.Logger) {
 	since := time.Now().Add(-recentRejection)
-	pl.activate(logger, pl.sh.waiting.matching(func(_ *v1.Pod, rejected time.Time) bool { return rejected.After(since) }))
+	pl.activate(logger, pl.sh.waiting.freedRoom(func(_ *v1.Pod, rejected time.Time) bool { return rejected.After(since) }))
 }
 
 // activateAllWaiting requeues every pod turned away.
 func (pl *WorkflowReservation) activateAllWaiting(logger klog.Logger) {
-	pl.activate(logger, pl.sh.waiting.matching(func(*v1.Pod, time.Time) bool { return true }))
+	pl.activate(logger, pl.sh.waiting.freedRoom(func(*v1.Pod, time.Time) bool { return true }))
 }
 
 func (pl *WorkflowReservation) activate(logger klog.Logger, pods map[string]*v1.Pod) {
