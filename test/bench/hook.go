@@ -65,7 +65,7 @@ type Hook struct {
 	client  kubernetes.Interface
 	factory informers.SharedInformerFactory
 	pods    corelisters.PodLister
-	queue   workqueue.TypedInterface[action]
+	queue   workqueue.TypedRateLimitingInterface[action]
 	wg      sync.WaitGroup
 }
 
@@ -77,7 +77,7 @@ func StartHook(ctx context.Context, client kubernetes.Interface) (stop func(), e
 		factory: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = RoleLabel
 		})),
-		queue: workqueue.NewTyped[action](),
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[action]()),
 	}
 	informer := h.factory.Core().V1().Pods()
 	h.pods = informer.Lister()
@@ -145,42 +145,52 @@ func (h *Hook) deleted(obj any) {
 	}
 }
 
-// work runs one queued action; it returns false once the queue shuts down.
+// work runs one queued action, and retries it with backoff when the API
+// call failed: a workflow pod never created would leave its workload's
+// barrier waiting out its timeout. It returns false once the queue shuts
+// down.
 func (h *Hook) work(ctx context.Context) bool {
 	a, shutdown := h.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer h.queue.Done(a)
-	logger := klog.FromContext(ctx)
+	if err := h.do(ctx, a); err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Error(err, "Hook action failed; retrying", "pod", klog.KRef(a.namespace, a.name), "create", a.create)
+		h.queue.AddRateLimited(a)
+		return true
+	}
+	h.queue.Forget(a)
+	return true
+}
+
+func (h *Hook) do(ctx context.Context, a action) error {
 	if !a.create {
 		err := h.client.CoreV1().Pods(a.namespace).Delete(ctx, a.name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-		if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-			logger.Error(err, "Hook could not delete the other pod of a pair", "pod", klog.KRef(a.namespace, a.name))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the other pod of a pair: %w", err)
 		}
-		return true
+		return nil
 	}
 	runner, err := h.pods.Pods(a.namespace).Get(a.name)
 	if err != nil || runner.DeletionTimestamp != nil {
-		return true // the pair finished before its workflow pod was created
+		return nil // the pair finished before its workflow pod was created
 	}
 	pod, err := workflowPod(runner)
 	if err != nil {
-		logger.Error(err, "Hook could not build a workflow pod", "runner", klog.KObj(runner))
-		return true
+		// The runner's annotation is wrong: no retry mends it.
+		klog.FromContext(ctx).Error(err, "Hook could not build a workflow pod", "runner", klog.KObj(runner))
+		return nil
 	}
-	if _, err := h.client.CoreV1().Pods(a.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		if !apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
-			logger.Error(err, "Hook could not create a workflow pod", "runner", klog.KObj(runner))
-		}
-		return true
+	if _, err := h.client.CoreV1().Pods(a.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the workflow pod: %w", err)
 	}
 	// The runner may have gone while the pod was created, and the deletion
 	// its going queued may have run first: no workflow pod outlives its runner.
 	if _, err := h.pods.Pods(a.namespace).Get(a.name); apierrors.IsNotFound(err) {
 		h.queue.Add(action{namespace: a.namespace, name: pod.Name})
 	}
-	return true
+	return nil
 }
 
 // workflowPod is the workflow pod of a bound runner: pkg/sim/arc's for the

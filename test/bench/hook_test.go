@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,8 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
@@ -159,6 +162,68 @@ func TestHookIgnoresAndFinishes(t *testing.T) {
 	slices.Sort(names)
 	if diff := cmp.Diff([]string{"pending", "plain"}, names); diff != "" {
 		t.Errorf("pods (-want,+got):\n%s", diff)
+	}
+}
+
+// A create or delete the apiserver refused is retried: a workflow pod never
+// created would hold its workload's barrier until the timeout.
+func TestHookRetries(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	// The hook's calls, and only those: its create of the workflow pod,
+	// its delete of the runner.
+	failures := map[string]int{"create": 2, "delete": 2}
+	var mu sync.Mutex
+	for verb := range failures {
+		client.PrependReactor(verb, "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			var name string
+			switch a := action.(type) {
+			case k8stesting.CreateAction:
+				name = a.GetObject().(*v1.Pod).Name
+			case k8stesting.DeleteAction:
+				name = a.GetName()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			hooks := map[string]string{"create": arc.WorkflowPodName("r"), "delete": "r"}
+			if action.GetSubresource() != "" || name != hooks[verb] || failures[verb] == 0 {
+				return false, nil, nil
+			}
+			failures[verb]--
+			return true, nil, apierrors.NewTooManyRequests("try again", 0)
+		})
+	}
+	stop, err := StartHook(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	pods := client.CoreV1().Pods("ns")
+	r := runner("r", arc.HookNodeName)
+	r.Spec.NodeName = "node-1"
+	if _, err := pods.Create(ctx, r, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := pods.Get(ctx, arc.WorkflowPodName("r"), metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("no workflow pod after two refused creates: %v", err)
+	}
+	if err := pods.Delete(ctx, arc.WorkflowPodName("r"), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := pods.Get(ctx, "r", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatalf("runner not deleted after two refused deletes: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if failures["create"] != 0 || failures["delete"] != 0 {
+		t.Errorf("refusals left %v, want every one met", failures)
 	}
 }
 
