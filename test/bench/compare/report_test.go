@@ -39,12 +39,12 @@ func TestAggregate(t *testing.T) {
 		return Result{Run: Run{Rep: rep, Workload: w, Side: side}, Order: order, Sample: s, MaxLoad1: load}
 	}
 	results := []Result{
-		res(1, 1, Vanilla, &Sample{Throughput: 100, P50: 10, P99: 40, AlgorithmP99: 2}, 1.5),
-		res(1, 2, Tandem, &Sample{Throughput: 80, P50: 12, P99: 60, AlgorithmP99: 3}, 2),
-		res(2, 1, Tandem, &Sample{Throughput: 90, P50: 11, P99: 44, AlgorithmP99: 2.5}, 3.5),
-		res(2, 2, Vanilla, &Sample{Throughput: 100, P50: 10, P99: 40, AlgorithmP99: 2}, 1),
-		res(3, 1, Vanilla, &Sample{Throughput: 120, P50: 9, P99: 30, AlgorithmP99: 2}, 1),
-		res(3, 2, Tandem, &Sample{Throughput: 120, P50: 9, P99: 30, AlgorithmP99: 2}, 1),
+		res(1, 1, Vanilla, &Sample{Throughput: 100, P50: 10, P99: 40, AlgorithmP99: 2, BindingP99: 90, Windowed: true}, 1.5),
+		res(1, 2, Tandem, &Sample{Throughput: 80, P50: 12, P99: 60, AlgorithmP99: 3, BindingP99: 150, Windowed: true}, 2),
+		res(2, 1, Tandem, &Sample{Throughput: 90, P50: 11, P99: 44, AlgorithmP99: 2.5, BindingP99: 170, Windowed: true}, 3.5),
+		res(2, 2, Vanilla, &Sample{Throughput: 100, P50: 10, P99: 40, AlgorithmP99: 2, BindingP99: 110, Windowed: true}, 1),
+		res(3, 1, Vanilla, &Sample{Throughput: 120, P50: 9, P99: 30, AlgorithmP99: 2, BindingP99: 100, Windowed: true}, 1),
+		res(3, 2, Tandem, &Sample{Throughput: 120, P50: 9, P99: 30, AlgorithmP99: 2, BindingP99: 160}, 1),
 		// A failed repetition counts as failed, not in the medians.
 		res(4, 1, Tandem, nil, 1),
 		res(4, 2, Vanilla, &Sample{Throughput: 1000, P99: 1}, 1),
@@ -58,8 +58,9 @@ func TestAggregate(t *testing.T) {
 	want := WorkloadReport{
 		Name:    "Runners/500Nodes",
 		Nodes:   500,
-		Vanilla: Sample{Throughput: 100, P50: 10, P99: 40, AlgorithmP99: 2},
-		Tandem:  Sample{Throughput: 90, P50: 11, P99: 44, AlgorithmP99: 2.5},
+		Vanilla: Sample{Throughput: 100, P50: 10, P99: 40, AlgorithmP99: 2, BindingP99: 100, Windowed: true},
+		// One tandem run lacked its window: the medians do not claim one.
+		Tandem: Sample{Throughput: 90, P50: 11, P99: 44, AlgorithmP99: 2.5, BindingP99: 160},
 		// Per repetition 0.8, 0.9, 1.0; p99 1.5, 1.1, 1.0; algorithm 1.5, 1.25, 1.
 		ThroughputRatio:       0.9,
 		Spread:                0.222,
@@ -86,7 +87,7 @@ func TestAggregate(t *testing.T) {
 	if err := got.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"Runners/500Nodes", "0.900", "10 / 40", "11 / 44"} {
+	for _, s := range []string{"Runners/500Nodes", "0.900", "10 / 40", "11 / 44", "100 / 160"} {
 		if !strings.Contains(table.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, table.String())
 		}
