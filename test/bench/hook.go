@@ -173,8 +173,11 @@ func (h *Hook) do(ctx context.Context, a action) error {
 		return nil
 	}
 	runner, err := h.pods.Pods(a.namespace).Get(a.name)
-	if err != nil || runner.DeletionTimestamp != nil {
+	if apierrors.IsNotFound(err) || (err == nil && runner.DeletionTimestamp != nil) {
 		return nil // the pair finished before its workflow pod was created
+	}
+	if err != nil {
+		return fmt.Errorf("getting the runner: %w", err)
 	}
 	pod, err := workflowPod(runner)
 	if err != nil {
