@@ -339,7 +339,6 @@ func (pl *WorkflowReservation) onNodeDelete(logger klog.Logger, obj any) {
 		return
 	}
 	gone := pl.store.removeNode(node.Name)
-	pl.sh.heldCache.forgetNode(node.Name)
 	for _, r := range gone {
 		pl.sh.release(r.runnerUID)
 		pl.countRelease(metrics.ReleaseNodeDeleted, r.claimedBy != "")

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -82,16 +83,31 @@ func (r *reservation) owns(pod *v1.Pod) bool {
 type store struct {
 	mu    sync.RWMutex
 	byPod map[types.NamespacedName]*reservation
-	// byNode lists each node's reservations sorted by runner name (then
-	// namespace), so that a pod finds its runner's by binary search; a
-	// slice, because Filter and
-	// Score walk it for every node of every cycle.
-	byNode map[string][]*reservation
-	// version counts the changes to each node's reservations: what Filter
-	// computed for a node stays right while it and the node's pods do not
-	// change.
-	version map[string]uint64
-	tally   tally
+	// byNode holds each node's reservations; a node without any has no
+	// entry.
+	byNode map[string]*nodeReservations
+	tally  tally
+}
+
+// nodeReservations are one node's reservations, sorted by runner name (then
+// namespace) so that a pod finds its runner's by binary search; a slice,
+// because Filter and Score walk it for every node of every cycle.
+type nodeReservations struct {
+	list []*reservation
+	// version counts the changes to list: what Filter computed for the
+	// node stays right while it and the node's pods do not change.
+	version uint64
+	// held is what the list held against a pod without a reservation of
+	// its own, for one version and one generation of the node's pods
+	// (plugin.held). Filter and Score run for many nodes in parallel, under
+	// the store's read lock: hence atomic.
+	held atomic.Pointer[heldEntry]
+}
+
+type heldEntry struct {
+	version    uint64
+	generation int64
+	held       heldRoom
 }
 
 // Phases of a reservation, as the metrics name them.
@@ -153,9 +169,8 @@ func find(rs []*reservation, namespace, name string) int {
 
 func newStore() *store {
 	return &store{
-		byPod:   map[types.NamespacedName]*reservation{},
-		byNode:  map[string][]*reservation{},
-		version: map[string]uint64{},
+		byPod:  map[types.NamespacedName]*reservation{},
+		byNode: map[string]*nodeReservations{},
 	}
 }
 
@@ -165,10 +180,14 @@ func (s *store) put(r *reservation) {
 	defer s.mu.Unlock()
 	s.deleteLocked(r.runner)
 	s.byPod[r.runner] = r
-	list := s.byNode[r.node]
-	i, _ := slices.BinarySearchFunc(list, r, byRunner)
-	s.byNode[r.node] = slices.Insert(list, i, r)
-	s.version[r.node]++
+	n := s.byNode[r.node]
+	if n == nil {
+		n = &nodeReservations{}
+		s.byNode[r.node] = n
+	}
+	i, _ := slices.BinarySearchFunc(n.list, r, byRunner)
+	n.list = slices.Insert(n.list, i, r)
+	n.version++
 	s.tally.count(r, 1)
 }
 
@@ -198,15 +217,16 @@ func (s *store) deleteLocked(runner types.NamespacedName) {
 	}
 	s.tally.count(r, -1)
 	delete(s.byPod, runner)
-	s.version[r.node]++
-	list := s.byNode[r.node]
-	if i := slices.Index(list, r); i >= 0 {
-		list = slices.Delete(list, i, i+1)
+	n := s.byNode[r.node]
+	if n == nil {
+		return
 	}
-	if len(list) == 0 {
+	if i := slices.Index(n.list, r); i >= 0 {
+		n.list = slices.Delete(n.list, i, i+1)
+	}
+	n.version++
+	if len(n.list) == 0 {
 		delete(s.byNode, r.node)
-	} else {
-		s.byNode[r.node] = list
 	}
 }
 
@@ -214,14 +234,16 @@ func (s *store) deleteLocked(runner types.NamespacedName) {
 func (s *store) removeNode(node string) []*reservation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := s.byNode[node]
-	for _, r := range out {
+	n := s.byNode[node]
+	if n == nil {
+		return nil
+	}
+	for _, r := range n.list {
 		s.tally.count(r, -1)
 		delete(s.byPod, r.runner)
 	}
 	delete(s.byNode, node)
-	s.version[node]++
-	return out
+	return n.list
 }
 
 // get returns a copy of runner's reservation.
@@ -252,7 +274,7 @@ func (s *store) update(runner types.NamespacedName, fn func(r *reservation) bool
 	}
 	s.tally.count(&before, -1)
 	s.tally.count(r, 1)
-	s.version[r.node]++
+	s.byNode[r.node].version++
 }
 
 // empty reports whether no reservation is held anywhere.
@@ -269,7 +291,11 @@ func (s *store) sumOn(node string, count func(*reservation) bool) amount {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var sum amount
-	for _, r := range s.byNode[node] {
+	n := s.byNode[node]
+	if n == nil {
+		return amount{}
+	}
+	for _, r := range n.list {
 		if !r.done && count(r) {
 			sum = sum.add(r.size)
 		}
@@ -277,12 +303,24 @@ func (s *store) sumOn(node string, count func(*reservation) bool) amount {
 	return sum
 }
 
-// withNode calls fn with node's reservations and their version under the
-// read lock. fn must not change them nor call the store.
-func (s *store) withNode(node string, fn func(rs []*reservation, version uint64)) {
+// withNode calls fn with node's reservations (nil if it has none) under the
+// read lock. fn must not change them, other than their held cache, nor
+// call the store.
+func (s *store) withNode(node string, fn func(n *nodeReservations)) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	fn(s.byNode[node], s.version[node])
+	fn(s.byNode[node])
+}
+
+// nodeVersion returns the version of node's reservations (0 if it has none),
+// for tests.
+func (s *store) nodeVersion(node string) uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if n := s.byNode[node]; n != nil {
+		return n.version
+	}
+	return 0
 }
 
 // counts returns the tally: reservations by phase and the room held unclaimed.

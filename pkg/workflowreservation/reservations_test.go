@@ -1,6 +1,8 @@
 package workflowreservation
 
 import (
+	"fmt"
+	"runtime"
 	"sort"
 	"testing"
 
@@ -63,4 +65,36 @@ func TestStore(t *testing.T) {
 	if byPhase, held := s.counts(); byPhase[phaseClaimed] != 1 || byPhase[phaseHeld] != 0 || !held.isZero() {
 		t.Errorf("after the claim: tally = %v, held %s; want 1 claimed, nothing held", byPhase, held)
 	}
+}
+
+// Nodes come and go under an autoscaler: a node whose reservations are all
+// gone leaves nothing behind in the store.
+func TestStoreForgetsNodes(t *testing.T) {
+	s := newStore()
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	for i := range 100000 {
+		r := oneUnitReservation("r")
+		r.node = fmt.Sprintf("karpenter-node-%06d", i)
+		s.put(r)
+		if i%2 == 0 {
+			s.remove(r.runner, "")
+		} else {
+			s.removeNode(r.node)
+		}
+	}
+	if !s.empty() || len(s.byNode) != 0 {
+		t.Fatalf("store not empty: %d reservations, %d nodes", len(s.byPod), len(s.byNode))
+	}
+	// 100,000 node names alone are 2 MB; a leak of one map entry per
+	// node is several.
+	if grown := int64(heap()) - int64(before); grown > 1<<20 {
+		t.Errorf("the heap grew by %d bytes over 100,000 nodes that came and went", grown)
+	}
+	runtime.KeepAlive(s)
 }

@@ -72,11 +72,11 @@ func TestNoOpUpdatesKeepNodeVersion(t *testing.T) {
 	pl.store.put(oneUnitReservation("r1"))
 	wf := workflowPod("r1").Node("n1").Obj()
 	pl.onPod(logger, wf)
-	v := pl.store.version["n1"]
+	v := pl.store.nodeVersion("n1")
 	for range 5 {
 		pl.onPod(logger, wf)
 	}
-	if got := pl.store.version["n1"]; got != v {
+	if got := pl.store.nodeVersion("n1"); got != v {
 		t.Errorf("5 no-op updates moved the node's version from %d to %d", v, got)
 	}
 }

@@ -39,8 +39,6 @@ type shared struct {
 	released map[types.UID]bool
 	// ephemeralRunners lists ARC's EphemeralRunners once they are watched.
 	ephemeralRunners cache.GenericLister
-	// heldCache is what each node's reservations hold (Filter, Score).
-	heldCache heldCache
 	// pairs keeps the pair pods of waiting runners (nil without informers).
 	pairs *pairPods
 	// holds keeps the placeholders of bound runners (nil without

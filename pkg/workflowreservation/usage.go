@@ -1,9 +1,7 @@
 package workflowreservation
 
 import (
-	"hash/fnv"
 	"slices"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,16 +86,18 @@ func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) he
 	var out heldRoom
 	own := s.kind == kindWorkflow || s.kind == kindStep
 	cacheable := !own && s.adjust.empty()
-	pl.store.withNode(node, func(rs []*reservation, version uint64) {
-		if len(rs) == 0 {
+	pl.store.withNode(node, func(n *nodeReservations) {
+		if n == nil {
 			return
 		}
+		generation := nodeInfo.GetGeneration()
 		if cacheable {
-			if h, ok := pl.sh.heldCache.get(node, version, nodeInfo.GetGeneration()); ok {
-				out = h
+			if h := n.held.Load(); h != nil && h.version == n.version && h.generation == generation {
+				out = h.held
 				return
 			}
 		}
+		rs := n.list
 		var buf [16]runnerPods
 		on := buf[:0]
 		if len(rs) > len(buf) {
@@ -120,67 +120,11 @@ func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) he
 			out.ports = append(out.ports, ports...)
 		}
 		if cacheable {
-			pl.sh.heldCache.put(node, version, nodeInfo.GetGeneration(), out)
+			n.held.Store(&heldEntry{version: n.version, generation: generation, held: out})
 		}
 	})
 	out.amount = s.adjust.addedOn(node, out.amount)
 	return out
-}
-
-// heldCache remembers, per node, what its reservations hold against any pod
-// without one of its own, for one version of the node's reservations and
-// one generation of its pods. It is sharded by node: Filter and Score run
-// for many nodes in parallel.
-type heldCache struct {
-	shards [heldCacheShards]heldShard
-}
-
-const heldCacheShards = 64
-
-type heldShard struct {
-	mu sync.Mutex
-	m  map[string]heldEntry
-}
-
-type heldEntry struct {
-	version    uint64
-	generation int64
-	held       heldRoom
-}
-
-func (c *heldCache) shard(node string) *heldShard {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(node))
-	return &c.shards[h.Sum32()%heldCacheShards]
-}
-
-func (c *heldCache) get(node string, version uint64, generation int64) (heldRoom, bool) {
-	sh := c.shard(node)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e, ok := sh.m[node]
-	if !ok || e.version != version || e.generation != generation {
-		return heldRoom{}, false
-	}
-	return e.held, true
-}
-
-func (c *heldCache) put(node string, version uint64, generation int64, h heldRoom) {
-	sh := c.shard(node)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.m == nil {
-		sh.m = map[string]heldEntry{}
-	}
-	sh.m[node] = heldEntry{version: version, generation: generation, held: h}
-}
-
-// forgetNode drops a node's entry.
-func (c *heldCache) forgetNode(node string) {
-	sh := c.shard(node)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	delete(sh.m, node)
 }
 
 // runnerPodsOn finds, in one pass over the node's pods, what each of the
