@@ -15,6 +15,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // eventually polls cond; informer handlers run asynchronously.
@@ -272,7 +273,8 @@ func TestReleaseDuringCycleActivates(t *testing.T) {
 	if err := h.client.CoreV1().Pods("arc").Delete(ctx, "r1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the deleted runner's reservation is released", func() bool { return pl.store.empty() })
+	// The release is counted after the store let go of the room.
+	eventually(t, "the deleted runner's reservation is released", func() bool { return pl.sh.waiting.releases() > 0 })
 	if got := h.activatedPods(); len(got) != 0 {
 		t.Fatalf("activated %v before the pod was turned away", got)
 	}
@@ -286,5 +288,53 @@ func TestReleaseDuringCycleActivates(t *testing.T) {
 	pl.PostFilter(ctx, cs, p, nil)
 	if got := h.activatedPods(); len(got) != 1 {
 		t.Errorf("activated %v, want only the one activation", got)
+	}
+}
+
+// A release activates a pod turned away no sooner than the scheduler's own
+// backoff would let it go (Handle.Activate skips it): a pod turned away
+// again after every activation is retried once per backoff, not once per
+// release.
+func TestReleaseActivationRespectsBackoff(t *testing.T) {
+	ctx := context.Background()
+	logger := klogger(t)
+	pl, h := newTestPlugin(t, defaultArgs(), false)
+	fake := clocktesting.NewFakeClock(time.Now())
+	pl.sh.waiting.clock = fake
+	pl.store.put(oneUnitReservation("r1"))
+	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
+	turnAway := func() {
+		t.Helper()
+		cs := framework.NewCycleState()
+		pl.PreFilter(ctx, cs, p, nil)
+		if pl.Filter(ctx, cs, p, nodeInfo(threeUnits)).IsSuccess() {
+			t.Fatal("Filter let the pod take reserved room")
+		}
+		pl.PostFilter(ctx, cs, p, nil)
+	}
+	activations := func() int { return len(h.activatedPods()) }
+
+	turnAway()
+	fake.Step(300 * time.Millisecond)
+	pl.activateWaiting(logger)
+	pl.activateWaiting(logger)
+	if n := activations(); n != 0 {
+		t.Fatalf("%d activations 300 ms after the pod was turned away, want none before its 1 s backoff ends", n)
+	}
+	fake.Step(700 * time.Millisecond)
+	eventually(t, "the pod is activated as its backoff ends", func() bool { return activations() == 1 })
+
+	// Turned away a second time: 2 s.
+	turnAway()
+	fake.Step(100 * time.Millisecond)
+	pl.activateWaiting(logger)
+	fake.Step(time.Second)
+	if !fake.HasWaiters() || activations() != 1 {
+		t.Fatalf("%d activations, activation pending %v, 1.1 s after the second rejection; want 1 and pending", activations(), fake.HasWaiters())
+	}
+	fake.Step(900 * time.Millisecond)
+	eventually(t, "the pod is activated as its second backoff ends", func() bool { return activations() == 2 })
+	if fake.HasWaiters() {
+		t.Error("an activation is still scheduled with no pod due")
 	}
 }

@@ -260,7 +260,7 @@ func (s *store) get(runner types.NamespacedName) (reservation, bool) {
 // update applies fn to runner's reservation, if there is one, under the
 // lock; fn reports whether it changed anything, and only then do the
 // tally and the node's version (which invalidates what Filter cached for
-// the node) change.
+// the node) change. fn must not change the reservation's node.
 func (s *store) update(runner types.NamespacedName, fn func(r *reservation) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -274,7 +274,9 @@ func (s *store) update(runner types.NamespacedName, fn func(r *reservation) bool
 	}
 	s.tally.count(&before, -1)
 	s.tally.count(r, 1)
-	s.byNode[r.node].version++
+	if n := s.byNode[r.node]; n != nil {
+		n.version++
+	}
 }
 
 // empty reports whether no reservation is held anywhere.

@@ -159,9 +159,11 @@ func TestReconcileReleaseActivates(t *testing.T) {
 	}
 	pl.PostFilter(ctx, cs, p, nil)
 	pl.reconcile(ctx)
-	if got := h.activatedPods(); len(got) != 1 || got[0] != "arc/p" {
-		t.Errorf("activated %v after the reconciler released the ghost's room, want [arc/p]", got)
-	}
+	// Once its backoff (1 s) is over.
+	eventually(t, "the pod is activated after the reconciler released the ghost's room", func() bool {
+		got := h.activatedPods()
+		return len(got) == 1 && got[0] == "arc/p"
+	})
 }
 
 // A dry run that spares the workflow pod but not its runner keeps the

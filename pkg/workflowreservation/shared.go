@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/utils/clock"
 
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 )
@@ -65,6 +66,7 @@ func newShared(l *leadership.Leadership) *shared {
 		nominated: map[types.UID]bool{},
 		released:  map[types.UID]bool{},
 		warned:    map[types.UID]map[string]bool{},
+		waiting:   waitingPods{clock: clock.RealClock{}},
 	}
 }
 

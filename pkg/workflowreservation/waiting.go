@@ -2,11 +2,13 @@ package workflowreservation
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // recentRejection is how long after this plugin turned a pod away a release
@@ -15,46 +17,96 @@ import (
 // the plugin's handler had not caught up yet.
 const recentRejection = 5 * time.Second
 
+// The scheduler's default pod backoff (podInitialBackoffSeconds,
+// podMaxBackoffSeconds): a pod turned away n times is activated no sooner
+// than initialBackoff·2^(n-1), at most maxBackoff, after the last time.
+const (
+	initialBackoff = time.Second
+	maxBackoff     = 10 * time.Second
+)
+
 // waitingPods remembers the pods this plugin turned away. When an informer
 // event frees reserved room (a runner or workflow pod gone, a claim smaller
-// than its reservation), those turned away just now are activated at once:
-// the scheduler may have handled its own event for that change before the
+// than its reservation), those turned away just now are activated: the
+// scheduler may have handled its own event for that change before the
 // plugin's store caught up, and would otherwise leave them waiting for the
 // next periodic flush. Pods turned away earlier are the QueueingHints' to
-// requeue; activating every waiting pod on every release would move them
-// all past their backoff, a scheduling cycle each, for every job start and
-// end in a busy cluster. Releases no cluster event announces (the
-// reconciler's, a job without a container) activate every waiting pod.
+// requeue. Releases no cluster event announces (the reconciler's, a job
+// without a container) activate every waiting pod.
+//
+// Handle.Activate moves a pod past its backoff. A pod turned away again
+// after each activation would otherwise be retried on every release, a
+// scheduling cycle per waiting pod for every job start and end in a busy
+// cluster; so a pod still in its backoff is activated when the backoff
+// ends, as the queue would have moved it.
 //
 // A release can also land during the cycle that turns a pod away, after its
 // Filter saw the room held and before PostFilter remembers the pod; the
 // scheduler's event for the change was spent on that very cycle. freed
 // counts the releases, so that PostFilter can tell (turnedAway).
 type waitingPods struct {
-	mu    sync.Mutex
-	pods  map[types.UID]waitingPod
-	freed uint64
+	mu   sync.Mutex
+	pods map[types.UID]waitingPod
+	// freed is only added to under mu; PreFilter reads it without.
+	freed atomic.Uint64
+	// clock is the real one (newShared) unless a test sets it.
+	clock clock.WithDelayedExecution
+	// timerAt is when the activation of the pods put off is scheduled
+	// (zero: none).
+	timerAt time.Time
 }
 
 type waitingPod struct {
-	pod      *v1.Pod
-	rejected time.Time
+	pod *v1.Pod
+	// rejected is when the pod was last turned away, rejections how many
+	// times since it began to wait.
+	rejected   time.Time
+	rejections int
+	// due: an activation at the end of the backoff is scheduled.
+	due bool
+}
+
+// backoff is how long after its last rejection the pod may be activated.
+func (p waitingPod) backoff() time.Duration {
+	d := initialBackoff
+	for i := 1; i < p.rejections && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
+
+func (w *waitingPods) now() time.Time {
+	return w.clock.Now()
+}
+
+// scheduleLocked has later called in wait unless a call as early is due.
+func (w *waitingPods) scheduleLocked(now time.Time, wait time.Duration, later func(time.Duration)) {
+	if wait <= 0 {
+		return
+	}
+	if at := now.Add(wait); w.timerAt.IsZero() || at.Before(w.timerAt) {
+		w.timerAt = at
+		later(wait)
+	}
 }
 
 func (w *waitingPods) add(pod *v1.Pod) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.addLocked(pod)
+}
+
+func (w *waitingPods) addLocked(pod *v1.Pod) {
 	if w.pods == nil {
 		w.pods = map[types.UID]waitingPod{}
 	}
-	w.pods[pod.UID] = waitingPod{pod: pod, rejected: time.Now()}
+	p := w.pods[pod.UID]
+	w.pods[pod.UID] = waitingPod{pod: pod, rejected: w.now(), rejections: p.rejections + 1}
 }
 
 // releases returns the count of releases so far, for turnedAway.
 func (w *waitingPods) releases() uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.freed
+	return w.freed.Load()
 }
 
 // turnedAway remembers a pod this plugin's Filter turned away in a cycle
@@ -64,11 +116,8 @@ func (w *waitingPods) releases() uint64 {
 func (w *waitingPods) turnedAway(pod *v1.Pod, seen uint64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.pods == nil {
-		w.pods = map[types.UID]waitingPod{}
-	}
-	w.pods[pod.UID] = waitingPod{pod: pod, rejected: time.Now()}
-	return w.freed != seen
+	w.addLocked(pod)
+	return w.freed.Load() != seen
 }
 
 func (w *waitingPods) remove(uid types.UID) {
@@ -82,20 +131,6 @@ func (w *waitingPods) remove(uid types.UID) {
 func (w *waitingPods) matching(match func(*v1.Pod, time.Time) bool) map[string]*v1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.matchingLocked(match)
-}
-
-// freedRoom counts a release of room and returns the waiting pods for which
-// match is true. Counting and matching under one lock make every pod turned
-// away either matched here or told by turnedAway.
-func (w *waitingPods) freedRoom(match func(*v1.Pod, time.Time) bool) map[string]*v1.Pod {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.freed++
-	return w.matchingLocked(match)
-}
-
-func (w *waitingPods) matchingLocked(match func(*v1.Pod, time.Time) bool) map[string]*v1.Pod {
 	pods := map[string]*v1.Pod{}
 	for _, p := range w.pods {
 		if match(p.pod, p.rejected) {
@@ -105,15 +140,91 @@ func (w *waitingPods) matchingLocked(match func(*v1.Pod, time.Time) bool) map[st
 	return pods
 }
 
+// freedRoom counts a release of room and returns the waiting pods for which
+// match is true and whose backoff is over; it calls later once with the
+// time until the earliest backoff of the others ends, if any (the caller
+// then calls due). Counting and matching under one lock make every pod
+// turned away either matched here or told by turnedAway.
+func (w *waitingPods) freedRoom(match func(*v1.Pod, time.Time) bool, later func(time.Duration)) map[string]*v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.freed.Add(1)
+	now := w.now()
+	pods := map[string]*v1.Pod{}
+	var wait time.Duration
+	for uid, p := range w.pods {
+		if !match(p.pod, p.rejected) {
+			continue
+		}
+		if d := p.rejected.Add(p.backoff()).Sub(now); d > 0 {
+			if !p.due {
+				p.due = true
+				w.pods[uid] = p
+				if wait == 0 || d < wait {
+					wait = d
+				}
+			}
+			continue
+		}
+		pods[p.pod.Namespace+"/"+p.pod.Name] = p.pod
+	}
+	w.scheduleLocked(now, wait, later)
+	return pods
+}
+
+// due returns the pods whose activation was put off until their backoff
+// ended and whose backoff is over; it calls later, as freedRoom does, for
+// those still in it. A pod turned away again in the meantime is no longer
+// due: that cycle saw the freed room.
+func (w *waitingPods) due(later func(time.Duration)) map[string]*v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	if !now.Before(w.timerAt) {
+		w.timerAt = time.Time{}
+	}
+	pods := map[string]*v1.Pod{}
+	var wait time.Duration
+	for uid, p := range w.pods {
+		if !p.due {
+			continue
+		}
+		if d := p.rejected.Add(p.backoff()).Sub(now); d > 0 {
+			if wait == 0 || d < wait {
+				wait = d
+			}
+			continue
+		}
+		p.due = false
+		w.pods[uid] = p
+		pods[p.pod.Namespace+"/"+p.pod.Name] = p.pod
+	}
+	w.scheduleLocked(now, wait, later)
+	return pods
+}
+
 // activateWaiting requeues the pods turned away within recentRejection.
 func (pl *WorkflowReservation) activateWaiting(logger klog.Logger) {
-	since := time.Now().Add(-recentRejection)
-	pl.activate(logger, pl.sh.waiting.freedRoom(func(_ *v1.Pod, rejected time.Time) bool { return rejected.After(since) }))
+	since := pl.sh.waiting.now().Add(-recentRejection)
+	pl.activate(logger, pl.sh.waiting.freedRoom(func(_ *v1.Pod, rejected time.Time) bool { return rejected.After(since) }, pl.activateLater(logger)))
 }
 
 // activateAllWaiting requeues every pod turned away.
 func (pl *WorkflowReservation) activateAllWaiting(logger klog.Logger) {
-	pl.activate(logger, pl.sh.waiting.freedRoom(func(*v1.Pod, time.Time) bool { return true }))
+	pl.activate(logger, pl.sh.waiting.freedRoom(func(*v1.Pod, time.Time) bool { return true }, pl.activateLater(logger)))
+}
+
+// activateLater activates, after d, the pods that are then due.
+func (pl *WorkflowReservation) activateLater(logger klog.Logger) func(time.Duration) {
+	var later func(time.Duration)
+	later = func(d time.Duration) {
+		pl.sh.waiting.clock.AfterFunc(d, func() {
+			// Not on the clock's goroutine: a fake clock runs this
+			// holding its lock, which due's reading of the time takes.
+			go func() { pl.activate(logger, pl.sh.waiting.due(later)) }()
+		})
+	}
+	return later
 }
 
 func (pl *WorkflowReservation) activate(logger klog.Logger, pods map[string]*v1.Pod) {
