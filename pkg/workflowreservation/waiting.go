@@ -79,15 +79,26 @@ func (w *waitingPods) now() time.Time {
 	return w.clock.Now()
 }
 
-// scheduleLocked has later called in wait unless a call as early is due.
-func (w *waitingPods) scheduleLocked(now time.Time, wait time.Duration, later func(time.Duration)) {
+// scheduleLocked returns wait if the caller is to call due then: no call
+// as early is scheduled already.
+func (w *waitingPods) scheduleLocked(now time.Time, wait time.Duration) time.Duration {
 	if wait <= 0 {
-		return
+		return 0
 	}
 	if at := now.Add(wait); w.timerAt.IsZero() || at.Before(w.timerAt) {
 		w.timerAt = at
-		later(wait)
+		return wait
 	}
+	return 0
+}
+
+// put adds pod to pods, made on first use (most releases activate none).
+func put(pods map[string]*v1.Pod, pod *v1.Pod) map[string]*v1.Pod {
+	if pods == nil {
+		pods = map[string]*v1.Pod{}
+	}
+	pods[pod.Namespace+"/"+pod.Name] = pod
+	return pods
 }
 
 func (w *waitingPods) add(pod *v1.Pod) {
@@ -141,16 +152,16 @@ func (w *waitingPods) matching(match func(*v1.Pod, time.Time) bool) map[string]*
 }
 
 // freedRoom counts a release of room and returns the waiting pods for which
-// match is true and whose backoff is over; it calls later once with the
-// time until the earliest backoff of the others ends, if any (the caller
-// then calls due). Counting and matching under one lock make every pod
-// turned away either matched here or told by turnedAway.
-func (w *waitingPods) freedRoom(match func(*v1.Pod, time.Time) bool, later func(time.Duration)) map[string]*v1.Pod {
+// match is true and whose backoff is over, and, if the others' activation
+// is the caller's to schedule, the time until the earliest of their
+// backoffs ends (then call due). Counting and matching under one lock make
+// every pod turned away either matched here or told by turnedAway.
+func (w *waitingPods) freedRoom(match func(*v1.Pod, time.Time) bool) (map[string]*v1.Pod, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.freed.Add(1)
 	now := w.now()
-	pods := map[string]*v1.Pod{}
+	var pods map[string]*v1.Pod
 	var wait time.Duration
 	for uid, p := range w.pods {
 		if !match(p.pod, p.rejected) {
@@ -166,24 +177,23 @@ func (w *waitingPods) freedRoom(match func(*v1.Pod, time.Time) bool, later func(
 			}
 			continue
 		}
-		pods[p.pod.Namespace+"/"+p.pod.Name] = p.pod
+		pods = put(pods, p.pod)
 	}
-	w.scheduleLocked(now, wait, later)
-	return pods
+	return pods, w.scheduleLocked(now, wait)
 }
 
 // due returns the pods whose activation was put off until their backoff
-// ended and whose backoff is over; it calls later, as freedRoom does, for
-// those still in it. A pod turned away again in the meantime is no longer
-// due: that cycle saw the freed room.
-func (w *waitingPods) due(later func(time.Duration)) map[string]*v1.Pod {
+// ended and whose backoff is over, and, as freedRoom does, when to call it
+// again for those still in it. A pod turned away again in the meantime is
+// no longer due: that cycle saw the freed room.
+func (w *waitingPods) due() (map[string]*v1.Pod, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
 	if !now.Before(w.timerAt) {
 		w.timerAt = time.Time{}
 	}
-	pods := map[string]*v1.Pod{}
+	var pods map[string]*v1.Pod
 	var wait time.Duration
 	for uid, p := range w.pods {
 		if !p.due {
@@ -197,34 +207,40 @@ func (w *waitingPods) due(later func(time.Duration)) map[string]*v1.Pod {
 		}
 		p.due = false
 		w.pods[uid] = p
-		pods[p.pod.Namespace+"/"+p.pod.Name] = p.pod
+		pods = put(pods, p.pod)
 	}
-	w.scheduleLocked(now, wait, later)
-	return pods
+	return pods, w.scheduleLocked(now, wait)
 }
 
 // activateWaiting requeues the pods turned away within recentRejection.
 func (pl *WorkflowReservation) activateWaiting(logger klog.Logger) {
 	since := pl.sh.waiting.now().Add(-recentRejection)
-	pl.activate(logger, pl.sh.waiting.freedRoom(func(_ *v1.Pod, rejected time.Time) bool { return rejected.After(since) }, pl.activateLater(logger)))
+	pods, wait := pl.sh.waiting.freedRoom(func(_ *v1.Pod, rejected time.Time) bool { return rejected.After(since) })
+	pl.activate(logger, pods)
+	pl.activateDue(logger, wait)
 }
 
 // activateAllWaiting requeues every pod turned away.
 func (pl *WorkflowReservation) activateAllWaiting(logger klog.Logger) {
-	pl.activate(logger, pl.sh.waiting.freedRoom(func(*v1.Pod, time.Time) bool { return true }, pl.activateLater(logger)))
+	pods, wait := pl.sh.waiting.freedRoom(func(*v1.Pod, time.Time) bool { return true })
+	pl.activate(logger, pods)
+	pl.activateDue(logger, wait)
 }
 
-// activateLater activates, after d, the pods that are then due.
-func (pl *WorkflowReservation) activateLater(logger klog.Logger) func(time.Duration) {
-	var later func(time.Duration)
-	later = func(d time.Duration) {
-		pl.sh.waiting.clock.AfterFunc(d, func() {
-			// Not on the clock's goroutine: a fake clock runs this
-			// holding its lock, which due's reading of the time takes.
-			go func() { pl.activate(logger, pl.sh.waiting.due(later)) }()
-		})
+// activateDue activates, after wait (none if 0), the pods then due.
+func (pl *WorkflowReservation) activateDue(logger klog.Logger, wait time.Duration) {
+	if wait <= 0 {
+		return
 	}
-	return later
+	pl.sh.waiting.clock.AfterFunc(wait, func() {
+		// Not on the clock's goroutine: a fake clock runs this holding
+		// its lock, which due's reading of the time takes.
+		go func() {
+			pods, wait := pl.sh.waiting.due()
+			pl.activate(logger, pods)
+			pl.activateDue(logger, wait)
+		}()
+	})
 }
 
 func (pl *WorkflowReservation) activate(logger klog.Logger, pods map[string]*v1.Pod) {
