@@ -127,6 +127,10 @@ func Config(p Profile) string {
         - {name: cpu, weight: 1}
         - {name: memory, weight: 1}
 `, plugin, scoring)
+	if p.Tandem && p.BackoffSeconds > 0 {
+		// The plugin waits out the scheduler's backoff when it activates.
+		args = append(append([]string(nil), args...), fmt.Sprintf("podInitialBackoffSeconds: %d", p.BackoffSeconds), fmt.Sprintf("podMaxBackoffSeconds: %d", p.BackoffSeconds))
+	}
 	for _, line := range args {
 		fmt.Fprintf(&b, "      %s\n", line)
 	}

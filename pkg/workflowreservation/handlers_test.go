@@ -338,3 +338,52 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 		t.Error("an activation is still scheduled with no pod due")
 	}
 }
+
+// A pod whose put-off activation a later release made itself is no longer
+// due: the timer would activate it a second time.
+func TestReleaseAfterBackoffClearsDue(t *testing.T) {
+	fake := clocktesting.NewFakeClock(time.Now())
+	w := &waitingPods{clock: fake}
+	p := st.MakePod().Namespace("arc").Name("p").UID("p").Obj()
+	for range 3 {
+		w.add(p) // 4 s
+	}
+	all := func(*v1.Pod, time.Time) bool { return true }
+	fake.Step(time.Second)
+	if pods, wait := w.freedRoom(all); len(pods) != 0 || wait != 3*time.Second {
+		t.Fatalf("freedRoom 1 s after = %v, %v; want none now, due in 3s", pods, wait)
+	}
+	fake.Step(3 * time.Second) // the timer is late
+	if pods, _ := w.freedRoom(all); len(pods) != 1 {
+		t.Fatalf("freedRoom once the backoff ended = %v, want the pod", pods)
+	}
+	if pods, wait := w.due(); len(pods) != 0 || wait != 0 {
+		t.Errorf("due after the release activated the pod = %v, %v; want nothing", pods, wait)
+	}
+}
+
+// The backoff is the scheduler's as the args give it.
+func TestActivationBackoffFromArgs(t *testing.T) {
+	ctx := context.Background()
+	logger := klogger(t)
+	args := defaultArgs()
+	args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds = 1, 1
+	pl, h := newTestPlugin(t, args, false)
+	fake := clocktesting.NewFakeClock(time.Now())
+	pl.sh.waiting.clock = fake
+	pl.store.put(oneUnitReservation("r1"))
+	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
+	for i := range 4 {
+		cs := framework.NewCycleState()
+		pl.PreFilter(ctx, cs, p, nil)
+		pl.Filter(ctx, cs, p, nodeInfo(threeUnits))
+		pl.PostFilter(ctx, cs, p, nil)
+		fake.Step(999 * time.Millisecond)
+		pl.activateWaiting(logger)
+		if n := len(h.activatedPods()); n != i {
+			t.Fatalf("rejection %d: %d activations before 1 s, want %d", i+1, n, i)
+		}
+		fake.Step(time.Millisecond)
+		eventually(t, "the pod is activated after at most 1 s", func() bool { return len(h.activatedPods()) == i+1 })
+	}
+}

@@ -181,6 +181,8 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		}
 		pl.sizer.defaultPorts = append(pl.sizer.defaultPorts, hp)
 	}
+	// The scheduler's, so the same in every profile.
+	sh.waiting.setBackoff(args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds)
 	first, err := sh.add(pl)
 	if err != nil {
 		return nil, err

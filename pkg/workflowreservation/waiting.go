@@ -12,17 +12,19 @@ import (
 )
 
 // recentRejection is how long after this plugin turned a pod away a release
-// of room activates it: the window in which the pod may have been retried
-// on the scheduler's own event for the release and rejected again because
-// the plugin's handler had not caught up yet.
+// of room activates it (when its backoff ends, which may be later): the
+// window in which the pod may have been retried on the scheduler's own
+// event for the release and rejected again because the plugin's handler had
+// not caught up yet.
 const recentRejection = 5 * time.Second
 
 // The scheduler's default pod backoff (podInitialBackoffSeconds,
-// podMaxBackoffSeconds): a pod turned away n times is activated no sooner
-// than initialBackoff·2^(n-1), at most maxBackoff, after the last time.
+// podMaxBackoffSeconds), used unless the plugin's args give the configured
+// one: a pod turned away n times is activated no sooner than
+// initial·2^(n-1), at most max, after the last time.
 const (
-	initialBackoff = time.Second
-	maxBackoff     = 10 * time.Second
+	defaultInitialBackoff = time.Second
+	defaultMaxBackoff     = 10 * time.Second
 )
 
 // waitingPods remembers the pods this plugin turned away. When an informer
@@ -38,7 +40,9 @@ const (
 // after each activation would otherwise be retried on every release, a
 // scheduling cycle per waiting pod for every job start and end in a busy
 // cluster; so a pod still in its backoff is activated when the backoff
-// ends, as the queue would have moved it.
+// ends, as the queue would have moved it. The backoff is the scheduler's
+// as the args give it (a plugin cannot read the scheduler's own), counted
+// over this plugin's rejections only.
 //
 // A release can also land during the cycle that turns a pod away, after its
 // Filter saw the room held and before PostFilter remembers the pod; the
@@ -54,6 +58,9 @@ type waitingPods struct {
 	// timerAt is when the activation of the pods put off is scheduled
 	// (zero: none).
 	timerAt time.Time
+	// initialBackoff and maxBackoff are the scheduler's pod backoff
+	// (setBackoff; zero: the defaults).
+	initialBackoff, maxBackoff time.Duration
 }
 
 type waitingPod struct {
@@ -66,9 +73,24 @@ type waitingPod struct {
 	due bool
 }
 
-// backoff is how long after its last rejection the pod may be activated.
-func (p waitingPod) backoff() time.Duration {
-	d := initialBackoff
+// setBackoff sets the scheduler's pod backoff from the plugin's args
+// (seconds; zero: the default).
+func (w *waitingPods) setBackoff(initialSeconds, maxSeconds int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.initialBackoff, w.maxBackoff = time.Duration(initialSeconds)*time.Second, time.Duration(maxSeconds)*time.Second
+}
+
+// backoffLocked is how long after its last rejection p may be activated.
+func (w *waitingPods) backoffLocked(p waitingPod) time.Duration {
+	initial, maxBackoff := w.initialBackoff, w.maxBackoff
+	if initial <= 0 {
+		initial = defaultInitialBackoff
+	}
+	if maxBackoff <= 0 {
+		maxBackoff = max(defaultMaxBackoff, initial)
+	}
+	d := initial
 	for i := 1; i < p.rejections && d < maxBackoff; i++ {
 		d *= 2
 	}
@@ -167,7 +189,7 @@ func (w *waitingPods) freedRoom(match func(*v1.Pod, time.Time) bool) (map[string
 		if !match(p.pod, p.rejected) {
 			continue
 		}
-		if d := p.rejected.Add(p.backoff()).Sub(now); d > 0 {
+		if d := p.rejected.Add(w.backoffLocked(p)).Sub(now); d > 0 {
 			if !p.due {
 				p.due = true
 				w.pods[uid] = p
@@ -176,6 +198,10 @@ func (w *waitingPods) freedRoom(match func(*v1.Pod, time.Time) bool) (map[string
 				}
 			}
 			continue
+		}
+		if p.due {
+			p.due = false // or the timer would activate it again
+			w.pods[uid] = p
 		}
 		pods = put(pods, p.pod)
 	}
@@ -199,7 +225,7 @@ func (w *waitingPods) due() (map[string]*v1.Pod, time.Duration) {
 		if !p.due {
 			continue
 		}
-		if d := p.rejected.Add(p.backoff()).Sub(now); d > 0 {
+		if d := p.rejected.Add(w.backoffLocked(p)).Sub(now); d > 0 {
 			if wait == 0 || d < wait {
 				wait = d
 			}
@@ -212,7 +238,8 @@ func (w *waitingPods) due() (map[string]*v1.Pod, time.Duration) {
 	return pods, w.scheduleLocked(now, wait)
 }
 
-// activateWaiting requeues the pods turned away within recentRejection.
+// activateWaiting requeues the pods turned away within recentRejection, now
+// or when their backoff ends.
 func (pl *WorkflowReservation) activateWaiting(logger klog.Logger) {
 	since := pl.sh.waiting.now().Add(-recentRejection)
 	pods, wait := pl.sh.waiting.freedRoom(func(_ *v1.Pod, rejected time.Time) bool { return rejected.After(since) })
@@ -220,7 +247,8 @@ func (pl *WorkflowReservation) activateWaiting(logger klog.Logger) {
 	pl.activateDue(logger, wait)
 }
 
-// activateAllWaiting requeues every pod turned away.
+// activateAllWaiting requeues every pod turned away, now or when its
+// backoff ends.
 func (pl *WorkflowReservation) activateAllWaiting(logger klog.Logger) {
 	pods, wait := pl.sh.waiting.freedRoom(func(*v1.Pod, time.Time) bool { return true })
 	pl.activate(logger, pods)

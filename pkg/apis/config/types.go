@@ -63,6 +63,11 @@ type WorkflowReservationArgs struct {
 	// watched for runners' container hook templates; empty: every
 	// namespace.
 	HookTemplateNamespaces []string
+	// PodInitialBackoffSeconds and PodMaxBackoffSeconds are the scheduler's
+	// pod backoff, which the plugin's activations wait out. Zero (args
+	// built in code): the scheduler's defaults, 1 and 10.
+	PodInitialBackoffSeconds int64
+	PodMaxBackoffSeconds     int64
 }
 
 // Where held reservations live (ReservationMode).

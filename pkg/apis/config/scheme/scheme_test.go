@@ -39,6 +39,9 @@ func defaultArgs() *config.WorkflowReservationArgs {
 		PairPods:           true,
 		ReservationMode:    "Memory",
 		PlaceholderImage:   "pause:3.10",
+		// kube-scheduler's defaults.
+		PodInitialBackoffSeconds: 1,
+		PodMaxBackoffSeconds:     10,
 	}
 }
 
@@ -121,6 +124,8 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
       reservationMode: Pods
       placeholderImage: mirror.example/pause:3.10
       reservationEvents: true
+      podInitialBackoffSeconds: 2
+      podMaxBackoffSeconds: 30
 `),
 			wantArgs: &config.WorkflowReservationArgs{
 				RunnerSelector: &metav1.LabelSelector{
@@ -148,6 +153,8 @@ func TestDecodeWorkflowReservationArgs(t *testing.T) {
 				ReservationMode:              "Pods",
 				PlaceholderImage:             "mirror.example/pause:3.10",
 				ReservationEvents:            true,
+				PodInitialBackoffSeconds:     2,
+				PodMaxBackoffSeconds:         30,
 			},
 		},
 		"some args, others defaulted": {

@@ -25,6 +25,10 @@ const (
 	DefaultReservationMode = "Memory"
 	// DefaultPlaceholderImage is the placeholder and pair pods' image.
 	DefaultPlaceholderImage = "pause:3.10"
+	// DefaultPodInitialBackoffSeconds is kube-scheduler's default.
+	DefaultPodInitialBackoffSeconds = 1
+	// DefaultPodMaxBackoffSeconds is kube-scheduler's default.
+	DefaultPodMaxBackoffSeconds = 10
 )
 
 func addDefaultingFuncs(scheme *runtime.Scheme) error {
@@ -62,6 +66,12 @@ func SetDefaults_WorkflowReservationArgs(obj *WorkflowReservationArgs) {
 	}
 	if obj.ReservationEvents == nil {
 		obj.ReservationEvents = ptr.To(false)
+	}
+	if obj.PodInitialBackoffSeconds == nil {
+		obj.PodInitialBackoffSeconds = ptr.To[int64](DefaultPodInitialBackoffSeconds)
+	}
+	if obj.PodMaxBackoffSeconds == nil {
+		obj.PodMaxBackoffSeconds = ptr.To[int64](DefaultPodMaxBackoffSeconds)
 	}
 	if obj.ScoringStrategy == nil {
 		obj.ScoringStrategy = &ScoringStrategy{}

@@ -47,6 +47,8 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				ReservationMode:              ptr.To("Memory"),
 				PlaceholderImage:             ptr.To("pause:3.10"),
 				ReservationEvents:            ptr.To(false),
+				PodInitialBackoffSeconds:     ptr.To[int64](1),
+				PodMaxBackoffSeconds:         ptr.To[int64](10),
 			},
 		},
 		"set fields are kept": {
@@ -72,6 +74,8 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				ReservationMode:              ptr.To("Pods"),
 				PlaceholderImage:             ptr.To("example/pause:3.10"),
 				ReservationEvents:            ptr.To(true),
+				PodInitialBackoffSeconds:     ptr.To[int64](1),
+				PodMaxBackoffSeconds:         ptr.To[int64](10),
 			},
 		},
 	}
@@ -83,6 +87,15 @@ func TestSetDefaults_WorkflowReservationArgs(t *testing.T) {
 				t.Errorf("unexpected defaults (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A backoff that is set is kept.
+func TestSetDefaultsKeepsBackoff(t *testing.T) {
+	args := &WorkflowReservationArgs{PodInitialBackoffSeconds: ptr.To[int64](2), PodMaxBackoffSeconds: ptr.To[int64](20)}
+	newScheme(t).Default(args)
+	if *args.PodInitialBackoffSeconds != 2 || *args.PodMaxBackoffSeconds != 20 {
+		t.Errorf("backoff after defaulting = %d, %d; want 2, 20", *args.PodInitialBackoffSeconds, *args.PodMaxBackoffSeconds)
 	}
 }
 

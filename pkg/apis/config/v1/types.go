@@ -111,6 +111,17 @@ type WorkflowReservationArgs struct {
 	// +optional
 	// +listType=set
 	HookTemplateNamespaces []string `json:"hookTemplateNamespaces,omitempty"`
+	// PodInitialBackoffSeconds and PodMaxBackoffSeconds must be the
+	// scheduler's own (the KubeSchedulerConfiguration fields of the same
+	// names), which a plugin cannot read. When the plugin frees reserved
+	// room it activates the pods it turned away, which moves them past the
+	// queue's backoff; it waits out that backoff itself, counted from the
+	// pod's last rejection by this plugin. Default 1 and 10, the
+	// scheduler's defaults.
+	// +optional
+	PodInitialBackoffSeconds *int64 `json:"podInitialBackoffSeconds,omitempty"`
+	// +optional
+	PodMaxBackoffSeconds *int64 `json:"podMaxBackoffSeconds,omitempty"`
 }
 
 // ScoringStrategyType names a way to rank nodes by their allocation.

@@ -130,6 +130,12 @@ func autoConvert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in
 		return err
 	}
 	out.HookTemplateNamespaces = *(*[]string)(unsafe.Pointer(&in.HookTemplateNamespaces))
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.PodInitialBackoffSeconds, &out.PodInitialBackoffSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.PodMaxBackoffSeconds, &out.PodMaxBackoffSeconds, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -169,6 +175,12 @@ func autoConvert_config_WorkflowReservationArgs_To_v1_WorkflowReservationArgs(in
 		return err
 	}
 	out.HookTemplateNamespaces = *(*[]string)(unsafe.Pointer(&in.HookTemplateNamespaces))
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.PodInitialBackoffSeconds, &out.PodInitialBackoffSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.PodMaxBackoffSeconds, &out.PodMaxBackoffSeconds, s); err != nil {
+		return err
+	}
 	return nil
 }
 

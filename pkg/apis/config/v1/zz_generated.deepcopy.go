@@ -126,6 +126,16 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.PodInitialBackoffSeconds != nil {
+		in, out := &in.PodInitialBackoffSeconds, &out.PodInitialBackoffSeconds
+		*out = new(int64)
+		**out = **in
+	}
+	if in.PodMaxBackoffSeconds != nil {
+		in, out := &in.PodMaxBackoffSeconds, &out.PodMaxBackoffSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	return
 }
 

@@ -51,6 +51,14 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 	if d := args.ReconcileInterval.Duration; d != 0 && d < time.Second {
 		allErrs = append(allErrs, field.Invalid(path.Child("reconcileInterval"), d.String(), "must be at least 1s"))
 	}
+	// Zero: the default, as above.
+	initial, maxBackoff := args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds
+	if initial < 0 {
+		allErrs = append(allErrs, field.Invalid(path.Child("podInitialBackoffSeconds"), initial, "must not be negative"))
+	}
+	if maxBackoff < 0 || (maxBackoff != 0 && maxBackoff < initial) {
+		allErrs = append(allErrs, field.Invalid(path.Child("podMaxBackoffSeconds"), maxBackoff, "must be greater than or equal to podInitialBackoffSeconds"))
+	}
 	if d := args.NoWorkflowPodGrace.Duration; d < 0 {
 		allErrs = append(allErrs, field.Invalid(path.Child("noWorkflowPodGrace"), d.String(), "must not be negative"))
 	}

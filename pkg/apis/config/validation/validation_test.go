@@ -81,6 +81,23 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 				field.Invalid(field.NewPath("args", "defaultHostPorts").Index(4), "80/HTTP", ""),
 			},
 		},
+		"backoff": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.PodInitialBackoffSeconds = 5
+				args.PodMaxBackoffSeconds = 2
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(field.NewPath("args", "podMaxBackoffSeconds"), int64(2), ""),
+			},
+		},
+		"negative backoff": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.PodInitialBackoffSeconds = -1
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(field.NewPath("args", "podInitialBackoffSeconds"), int64(-1), ""),
+			},
+		},
 		"hook template namespaces": {
 			modify: func(args *config.WorkflowReservationArgs) {
 				args.HookTemplateNamespaces = []string{"arc-runners", "Arc_Runners", "arc-runners"}
