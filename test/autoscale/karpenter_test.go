@@ -195,7 +195,7 @@ func TestTandemMarksKarpenterLaunchesAndDrains(t *testing.T) {
 		return true, nil
 	})
 	t.Logf("pod created -> bound by tandem on a new node: %v", bound.Sub(created).Round(10*time.Millisecond))
-	poll(t, "the kubelet emulator runs pod wide", 10*time.Second, func() (bool, error) {
+	poll(t, "the kubelet emulator runs pod wide", time.Minute, func() (bool, error) {
 		p, err := client.CoreV1().Pods(ns).Get(ctx, "wide", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == v1.PodRunning, err
 	})
@@ -342,7 +342,7 @@ func nodeReady(node *v1.Node) bool {
 func eventNote(t *testing.T, ns, pod, reason string) string {
 	t.Helper()
 	var note string
-	poll(t, fmt.Sprintf("event %s on pod %s", reason, pod), 10*time.Second, func() (bool, error) {
+	poll(t, fmt.Sprintf("event %s on pod %s", reason, pod), time.Minute, func() (bool, error) {
 		list, err := client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
