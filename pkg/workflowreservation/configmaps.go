@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -26,7 +27,8 @@ const allNamespaces = ""
 // profiles. Nothing waits for those: a runner whose template is in a
 // namespace not listed yet waits (notListedError), other pods are not held
 // up by a namespace tandem cannot list. Each informer gets, once, the
-// handler that retries runners waiting for a template.
+// handler that retries runners waiting for a template, and a goroutine that
+// retries those waiting for the listing (activateWhenListed).
 func (pl *WorkflowReservation) hookTemplates(ctx context.Context, namespaces []string) (corelisters.ConfigMapLister, error) {
 	logger := klog.FromContext(ctx)
 	if len(namespaces) == 0 {
@@ -47,6 +49,7 @@ func (pl *WorkflowReservation) hookTemplates(ctx context.Context, namespaces []s
 				return nil, err
 			}
 			go inf.RunWithContext(ctx)
+			go pl.activateWhenListed(ctx, logger, ns, inf.HasSynced)
 		}
 		out.listers[ns] = corelisters.NewConfigMapLister(inf.GetIndexer()).ConfigMaps(ns)
 		out.synced[ns] = inf.HasSynced
@@ -54,6 +57,26 @@ func (pl *WorkflowReservation) hookTemplates(ctx context.Context, namespaces []s
 	out.names = slices.Sorted(maps.Keys(out.listers))
 	logger.V(2).Info("Watching hook template ConfigMaps in some namespaces only", "namespaces", out.names)
 	return out, nil
+}
+
+// activateWhenListed waits until namespace's ConfigMaps are listed, then
+// activates the runners waiting there for a hook template: those that were
+// waiting when the listing ended get no ConfigMap event if the listing
+// came before them or their template does not exist (another source may
+// size them). A runner that starts waiting later sees the listing in
+// PreFilter.
+func (pl *WorkflowReservation) activateWhenListed(ctx context.Context, logger klog.Logger, namespace string, synced cache.InformerSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced) {
+		return
+	}
+	pods := pl.sh.waiting.matching(func(pod *v1.Pod, _ time.Time) bool {
+		ref, err := findHookTemplate(pod)
+		return err == nil && ref != nil && pod.Namespace == namespace
+	})
+	if len(pods) > 0 {
+		logger.V(2).Info("Hook template namespace listed, activating its waiting runners", "namespace", namespace, "count", len(pods))
+		pl.handle.Activate(logger, pods)
+	}
 }
 
 // notListedError: the ConfigMaps of a namespace in hookTemplateNamespaces

@@ -2,19 +2,29 @@ package workflowreservation
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 )
 
 func hookTemplateIn(namespace string) *v1.ConfigMap {
@@ -133,5 +143,92 @@ func TestHookTemplateNamespaceNotListed(t *testing.T) {
 	other := st.MakePod().Namespace("arc").Name("p").UID("p").Obj()
 	if _, status := pl.PreFilter(ctx, framework.NewCycleState(), other, nil); !status.IsSuccess() && status.Code() != fwk.Skip {
 		t.Errorf("ordinary pod: %v", status)
+	}
+}
+
+// notListedArgs watches the hook templates of namespace "arc" only, with a
+// default size for runners whose template is not there.
+func notListedArgs() *config.WorkflowReservationArgs {
+	args := defaultArgs()
+	args.HookTemplateNamespaces = []string{"arc"}
+	args.DefaultWorkflowRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}
+	return args
+}
+
+// templatedRunner is a runner of namespace whose hook template is in ConfigMap "hooks".
+func templatedRunner(name, namespace string) *v1.Pod {
+	return withHookTemplate(runnerPod(name).Namespace(namespace).Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
+}
+
+// A runner that waits for its namespace's listing is retried once the
+// namespace is listed (here the list is refused, as RBAC would, then
+// allowed), also when its template does not exist and another source sizes
+// it.
+func TestNotListedRunnerRetriedWhenListed(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(st.MakeNode().Name("n1").Obj())
+	var refused atomic.Bool
+	refused.Store(true)
+	client.PrependReactor("list", "configmaps", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetNamespace() == "arc" && refused.Load() {
+			return true, nil, apierrors.NewForbidden(v1.Resource("configmaps"), "", errors.New("not yet"))
+		}
+		return false, nil, nil
+	})
+	pl, h := newTestPluginOn(t, client, notListedArgs(), nil, "", true)
+
+	runner := templatedRunner("r", "arc")
+	if _, status := pl.PreFilter(ctx, framework.NewCycleState(), runner, nil); status.Code() != fwk.Unschedulable {
+		t.Fatalf("runner: status %v, want Unschedulable (not listed yet)", status)
+	}
+	if got := h.activatedPods(); len(got) != 0 {
+		t.Fatalf("activated %v before the namespace was listed", got)
+	}
+	refused.Store(false)
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return slices.Contains(h.activatedPods(), "arc/r"), nil
+	}); err != nil {
+		t.Fatalf("runner not activated once its namespace was listed: activated %v", h.activatedPods())
+	}
+	if got := runnerCycle(runner)(ctx, klog.Background(), pl); !got.IsSuccess() {
+		t.Errorf("runner retried after the listing: %v, want sized by defaultWorkflowRequests", got)
+	}
+}
+
+// A runner whose namespace is listed during its cycle, after the check,
+// activates itself: the listing and its ConfigMap events may have passed it
+// by. Once listed, the runners waiting there for a template are activated,
+// and no other pod.
+func TestNotListedRunnerListedDuringCycle(t *testing.T) {
+	ctx := context.Background()
+	// The plugin watches "arc"; the runners here are in "arc2", whose
+	// listing the test drives.
+	pl, h := newTestPlugin(t, notListedArgs(), true)
+	runner := templatedRunner("r", "arc2")
+	cms := pl.sizer.configMaps.(namespacedConfigMaps)
+	// Listed right after the runner waited.
+	cms.synced = map[string]cache.InformerSynced{"arc2": func() bool {
+		return len(pl.sh.waiting.matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID })) > 0
+	}}
+	pl.sizer.configMaps = cms
+
+	if _, status := pl.PreFilter(ctx, framework.NewCycleState(), runner, nil); status.Code() != fwk.Unschedulable {
+		t.Fatalf("runner: status %v, want Unschedulable (not listed yet)", status)
+	}
+	if got := h.activatedPods(); len(got) != 1 || got[0] != "arc2/r" {
+		t.Errorf("activated %v after the namespace was listed during the runner's cycle, want [arc2/r]", got)
+	}
+
+	second := templatedRunner("s", "arc2")
+	turnedAway := st.MakePod().Namespace("arc2").Name("p").UID("p").Obj()
+	elsewhere := templatedRunner("x", "elsewhere")
+	for _, p := range []*v1.Pod{second, turnedAway, elsewhere} {
+		pl.sh.waiting.add(p)
+	}
+	pl.activateWhenListed(ctx, klogger(t), "arc2", func() bool { return true })
+	got := h.activatedPods()[1:]
+	slices.Sort(got)
+	if want := []string{"arc2/r", "arc2/s"}; !slices.Equal(got, want) {
+		t.Errorf("activated %v once arc2 was listed, want %v", got, want)
 	}
 }

@@ -115,14 +115,20 @@ func newTestPlugin(t *testing.T, args *config.WorkflowReservationArgs, withInfor
 // (nil: leads) and profile name (empty: "test").
 func newTestReplica(t *testing.T, args *config.WorkflowReservationArgs, leader *leadership.Leadership, profile string, withInformers bool, objs ...runtime.Object) (*WorkflowReservation, *fakeHandle) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	if withInformers && !hasNode(objs, "n1") {
 		// The node most tests bind their pods to: the reconciler releases
 		// reservations on nodes that do not exist.
 		objs = append(objs, st.MakeNode().Name("n1").Obj())
 	}
-	client := fake.NewClientset(objs...)
+	return newTestPluginOn(t, fake.NewClientset(objs...), args, leader, profile, withInformers)
+}
+
+// newTestPluginOn is newTestReplica on client, which the caller may have
+// given reactors.
+func newTestPluginOn(t *testing.T, client *fake.Clientset, args *config.WorkflowReservationArgs, leader *leadership.Leadership, profile string, withInformers bool) (*WorkflowReservation, *fakeHandle) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	h := &fakeHandle{client: client, recorder: events.NewFakeRecorder(100), profile: profile}
 	if withInformers {
 		h.informers = informers.NewSharedInformerFactory(client, 0)

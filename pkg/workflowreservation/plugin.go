@@ -393,9 +393,18 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	if s.kind == kindOther && pl.isRunner(pod) {
 		sz := pl.sizer.size(pod)
 		if sz.notListed != nil {
-			// Retried when the namespace's ConfigMaps arrive (onConfigMap).
+			// Retried once the namespace is listed (activateWhenListed) or
+			// its template arrives (onConfigMap).
 			logger.V(2).Info("Runner waits for its namespace's hook templates to be listed", "pod", klog.KObj(pod), "err", sz.notListed)
 			pl.sh.waiting.add(pod)
+			if pl.sizer.listed(pod.Namespace) {
+				// Listed since the check, maybe before the runner waited:
+				// activateWhenListed and the ConfigMap events may have
+				// passed it by. The pod is in flight; the queue records the
+				// activation and requeues it, after its backoff, when this
+				// cycle ends.
+				pl.handle.Activate(logger, put(nil, pod))
+			}
 			return nil, fwk.NewStatus(fwk.Unschedulable, truncate(fmt.Sprintf("runner %s: %v", klog.KObj(pod), sz.notListed)))
 		}
 		for _, p := range sz.problems {

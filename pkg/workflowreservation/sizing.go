@@ -379,7 +379,7 @@ func (s *sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, no
 	if s.configMaps == nil {
 		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap lookups are not available", ref.path)
 	}
-	if l, ok := s.configMaps.(namespacedConfigMaps); ok && !l.listed(pod.Namespace) {
+	if !s.listed(pod.Namespace) {
 		return nil, true, "", notListedError{namespace: pod.Namespace}
 	}
 	cm, err := s.configMaps.ConfigMaps(pod.Namespace).Get(ref.configMap)
@@ -465,4 +465,11 @@ func (c *templateCache) parse(k templateKey, data string) (*parsedTemplate, erro
 	t, err := parseHookTemplate(data)
 	c.m[k] = templateResult{t: t, err: err}
 	return t, err
+}
+
+// listed reports whether namespace's hook templates can be read: false
+// only while a namespace of hookTemplateNamespaces is not listed yet.
+func (s *sizer) listed(namespace string) bool {
+	l, ok := s.configMaps.(namespacedConfigMaps)
+	return !ok || l.listed(namespace)
 }
