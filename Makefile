@@ -162,7 +162,7 @@ bench: control-plane
 bench-scheduler: control-plane
 	hack/bench-scheduler.sh
 
-## bench-sim: cluster efficiency, the simulator on test/scenarios/large.yaml (100 nodes, 2,000 jobs of mixed sizes): default, anti-affinity workaround, tandem LeastAllocated and MostAllocated, jobs/h against the ideal packing bound; _output/bench/sim/ (~15 min)
+## bench-sim: cluster efficiency, the simulator on test/scenarios/large.yaml (100 nodes, 2,000 jobs of mixed sizes): default, anti-affinity workaround, tandem LeastAllocated and MostAllocated, jobs/h against the ideal packing bound; _output/bench/sim/ (~37 min)
 .PHONY: bench-sim
 bench-sim: control-plane
 	hack/bench-sim.sh

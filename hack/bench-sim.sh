@@ -6,7 +6,7 @@
 # to the ideal packing bound. Prints the simulator's tables (OF IDEAL, VS
 # ANTI-AFFINITY) and writes _output/bench/sim/report.{json,svg}.
 #
-#   hack/bench-sim.sh          # large.yaml, about 15 min on 2 cores
+#   hack/bench-sim.sh          # large.yaml at 10x, about 37 min on 2 cores
 #   hack/bench-sim.sh short    # large-tiny.yaml (6 nodes, 60 jobs), every scheduler once (make test)
 #   SCHEDULERS=tandem/MostAllocated hack/bench-sim.sh
 set -o errexit -o nounset -o pipefail
