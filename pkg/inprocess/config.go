@@ -50,9 +50,10 @@ type LeaderElection struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
-// Config renders p as a KubeSchedulerConfiguration for Start. With Tandem
-// and no Args or Scoring it is manifests/scheduler-config.yaml except for
-// what TestConfigMatchesShipped lists as the only differences:
+// Config renders p as a KubeSchedulerConfiguration for Start. With Tandem,
+// Scoring MostAllocated and no Args it is manifests/scheduler-config.yaml
+// except for what TestConfigMatchesShipped lists as the only differences
+// (without Scoring it is LeastAllocated, kube-scheduler's default):
 //   - leader election is off unless LeaderElection is set: one scheduler
 //     per run, which a test may stop and start again at once, without
 //     waiting for a lease;

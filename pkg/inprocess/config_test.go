@@ -32,7 +32,7 @@ func load(t *testing.T, file string) *schedconfig.KubeSchedulerConfiguration {
 func TestConfigMatchesShipped(t *testing.T) {
 	shipped := load(t, filepath.Join("..", "..", "manifests", "scheduler-config.yaml"))
 	file := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(file, []byte(Config(Profile{SchedulerName: "tandem-scheduler", Tandem: true})), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(Config(Profile{SchedulerName: "tandem-scheduler", Tandem: true, Scoring: "MostAllocated"})), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ours := load(t, file)
