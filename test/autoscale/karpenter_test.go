@@ -37,6 +37,7 @@ func TestScaleUpAndDown(t *testing.T) {
 	if err := controlplane.EnsureNamespace(ctx, client, ns); err != nil {
 		t.Fatal(err)
 	}
+	noNodeClaims(t)
 	// An existing node the pod does not fit.
 	small := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("4Gi")}
 	if _, err := controlplane.CreateNode(ctx, client, "small", small, nil); err != nil {
@@ -165,6 +166,7 @@ func TestTandemMarksKarpenterLaunchesAndDrains(t *testing.T) {
 	if err := controlplane.EnsureNamespace(ctx, client, ns); err != nil {
 		t.Fatal(err)
 	}
+	noNodeClaims(t)
 	claims := &claimWatch{}
 	if _, err := claims.list(ctx); err != nil {
 		t.Fatal(err)
@@ -301,6 +303,20 @@ func (w *claimWatch) list(ctx context.Context) ([]unstructured.Unstructured, err
 		w.seen.Insert(c.GetName())
 	}
 	return list.Items, nil
+}
+
+// noNodeClaims waits until Karpenter has removed every NodeClaim an
+// earlier test left. Karpenter replaces the capacity of a node it drains
+// before the pods are gone (TestTandemMarksKarpenterLaunchesAndDrains's
+// evicted pod got a second NodeClaim), and consolidates that empty node
+// some 20 s later: while it stands, Karpenter may place the next test's
+// pending pods there instead of launching the node the test waits for.
+func noNodeClaims(t *testing.T) {
+	t.Helper()
+	poll(t, "no NodeClaim is left from an earlier test", 3*time.Minute, func() (bool, error) {
+		list, err := dyn.Resource(karpenter.NodeClaimGVR).List(t.Context(), metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, err
+	})
 }
 
 func poll(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {

@@ -28,6 +28,7 @@ func TestRunnerWaitingForPairRoomGetsANode(t *testing.T) {
 	if err := controlplane.EnsureNamespace(ctx, client, ns); err != nil {
 		t.Fatal(err)
 	}
+	noNodeClaims(t)
 	room := v1.ResourceList{v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: resource.MustParse("8Gi")}
 	if _, err := controlplane.CreateNode(ctx, client, "pair-room-n1", room, nil); err != nil {
 		t.Fatal(err)
