@@ -102,16 +102,18 @@ test-compat: control-plane build
 	hack/build-compat.sh $(COMPAT_VERSIONS)
 	TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test-compat.sh $(COMPAT_VERSIONS)
 
-## generate: deepcopy, conversion and defaulting code of pkg/apis (zz_generated.*.go)
+## generate: deepcopy, conversion and defaulting code of pkg/apis (zz_generated.*.go), kubectl-tandem's copy of pkg/contract
 .PHONY: generate
 generate:
 	hack/update-codegen.sh
+	hack/update-contract-copy.sh
 
-## verify: gofmt, generated code up to date, golangci-lint (govet included)
+## verify: gofmt, generated code up to date (deepcopy, kubectl-tandem's copy of pkg/contract), golangci-lint (govet included)
 .PHONY: verify
 verify: lint
 	hack/verify-gofmt.sh
 	hack/verify-codegen.sh
+	hack/verify-contract-copy.sh
 
 ## lint: golangci-lint v2 (pinned in hack/tools/lint, built into bin/) with .golangci.yaml
 .PHONY: lint

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/karpenter"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
 	"github.com/tandem-scheduler/tandem/pkg/sim/clock"
@@ -28,7 +29,6 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
 	"github.com/tandem-scheduler/tandem/pkg/sim/storage"
 	"github.com/tandem-scheduler/tandem/pkg/webhook"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 // Harness is one run of a scenario without its scheduler: the namespace and
@@ -176,7 +176,7 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 		}
 	}
 	h.dynFactory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
-	if err := h.Checker.StartEphemeralRunners(h.dynFactory.ForResource(workflowreservation.EphemeralRunnerResource).Informer(), h.NoWorkflowPodGrace); err != nil {
+	if err := h.Checker.StartEphemeralRunners(h.dynFactory.ForResource(contract.EphemeralRunnerResource).Informer(), h.NoWorkflowPodGrace); err != nil {
 		h.Close()
 		return nil, err
 	}

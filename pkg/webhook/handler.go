@@ -36,7 +36,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // Paths the handler serves.
@@ -181,7 +181,7 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	// pod that a scheduler places takes the placeholder's room when tandem
 	// binds it (or waits for the fallback); deleting the placeholder now
 	// would leave the room free for anyone until then.
-	if runnerName == "" || pod.Spec.NodeName == "" || workflowreservation.IsPlaceholder(&pod) {
+	if runnerName == "" || pod.Spec.NodeName == "" || contract.IsPlaceholder(&pod) {
 		return resp, outcomeNone
 	}
 	if ptr.Deref(req.DryRun, false) {
@@ -192,7 +192,7 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 
 	// The placeholder first: without one (no reservation held, or Memory
 	// mode) a review costs one GET.
-	name := workflowreservation.PlaceholderName(runnerName)
+	name := contract.PlaceholderName(runnerName)
 	placeholder, err := pods.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("No placeholder to release")
@@ -214,7 +214,7 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if err != nil {
 		return h.failed(logger, resp, stepGetRunner, err, "cannot read the runner pod "+runnerName)
 	}
-	if !workflowreservation.IsPlaceholderOf(placeholder, runner) {
+	if !contract.IsPlaceholderOf(placeholder, runner) {
 		// Another incarnation's placeholder, or a pod of that name that
 		// is not a placeholder: not ours to delete.
 		logger.V(2).Info("Pod is not the placeholder of this runner incarnation; left alone", "placeholder", klog.KObj(placeholder), "runnerUID", runner.UID)

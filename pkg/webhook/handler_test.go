@@ -24,7 +24,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 const (
@@ -41,8 +41,8 @@ func runnerPod() *v1.Pod {
 // placeholderOf is the placeholder of the runner incarnation uid on node, as
 // tandem's leader creates it.
 func placeholderOf(uid types.UID, node string) *v1.Pod {
-	pod := st.MakePod().Namespace(testNS).Name(workflowreservation.PlaceholderName(runner)).UID("hold-of-"+string(uid)).Node(node).
-		Label(workflowreservation.PlaceholderLabel, "true").Annotation(workflowreservation.PlaceholderOfAnnotation, runner).Obj()
+	pod := st.MakePod().Namespace(testNS).Name(contract.PlaceholderName(runner)).UID("hold-of-"+string(uid)).Node(node).
+		Label(contract.PlaceholderLabel, "true").Annotation(contract.PlaceholderOfAnnotation, runner).Obj()
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: runner, UID: uid, Controller: ptr.To(true)}}
 	return pod
 }
@@ -242,9 +242,9 @@ func TestReview(t *testing.T) {
 			}
 			hadPlaceholder := false
 			for _, o := range tc.objects {
-				hadPlaceholder = hadPlaceholder || o.(*v1.Pod).Name == workflowreservation.PlaceholderName(runner)
+				hadPlaceholder = hadPlaceholder || o.(*v1.Pod).Name == contract.PlaceholderName(runner)
 			}
-			_, err := client.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), testNS, workflowreservation.PlaceholderName(runner))
+			_, err := client.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), testNS, contract.PlaceholderName(runner))
 			if gone := apierrors.IsNotFound(err); hadPlaceholder && gone != tc.wantDeleted {
 				t.Errorf("placeholder deleted = %v, want %v", gone, tc.wantDeleted)
 			}
@@ -294,7 +294,7 @@ func TestServeHTTP(t *testing.T) {
 	if got := counter(t, reviews.WithLabelValues(outcomeDeleted)) - deletedReviews; got != 1 {
 		t.Errorf("reviews{outcome=deleted} grew by %v, want 1", got)
 	}
-	if _, err := client.CoreV1().Pods(testNS).Get(context.Background(), workflowreservation.PlaceholderName(runner), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := client.CoreV1().Pods(testNS).Get(context.Background(), contract.PlaceholderName(runner), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("placeholder still there after the review (err %v)", err)
 	}
 

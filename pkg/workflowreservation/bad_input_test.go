@@ -14,6 +14,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // badInputTemplates are the hook templates the bad-input cases mount.
@@ -71,7 +73,7 @@ func TestBadInput(t *testing.T) {
 		return withHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/"+file)
 	}
 	sized := func(annotation string) *v1.Pod {
-		return runnerPod("r").Annotation(WorkflowRequestsAnnotation, annotation).Req(units("1")).Obj()
+		return runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, annotation).Req(units("1")).Obj()
 	}
 	fullNode := nodeInfo(threeUnits, st.MakePod().Namespace("x").Name("filler").Req(units("2")).Node("n1").Obj())
 	runner1 := runnerPod("r1").Req(units("1")).Node("n1").Obj()
@@ -89,73 +91,73 @@ func TestBadInput(t *testing.T) {
 		"malformed size": {
 			act:        runnerCycle(sized("cpu=plenty")),
 			wantStatus: `invalid quantity "plenty" for cpu`,
-			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "Ignoring a broken workflow size source",
 		},
 		"negative size": {
 			act:        runnerCycle(sized("memory=-1Gi")),
 			wantStatus: "negative quantity",
-			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
 		"zero size": {
 			act:        runnerCycle(sized("cpu=0")),
 			wantStatus: "asks for no resources",
-			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
 		"unknown resource name": {
 			act:        runnerCycle(sized("gpu=1")),
 			wantStatus: `invalid resource name "gpu"`,
-			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
 		"a resource given twice": {
 			act:        runnerCycle(sized("cpu=1,cpu=2")),
 			wantStatus: "given twice",
-			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
 		"malformed step headroom beside a valid size": {
-			act: runnerCycle(runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Annotation(StepRequestsAnnotation, "cpu=lots").Obj()),
+			act: runnerCycle(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Annotation(contract.StepRequestsAnnotation, "cpu=lots").Obj()),
 			// Sized without the headroom, and told.
-			wantEvent: StepRequestsAnnotation,
+			wantEvent: contract.StepRequestsAnnotation,
 			wantLog:   "broken workflow size source",
 			wantHeld:  []string{"r@n1:held"},
 		},
 		"hook template ConfigMap missing": {
 			act:        runnerCycle(withHookTemplate(runnerPod("r").Obj(), "gone", "/home/runner/pod-templates/default.yaml")),
 			wantStatus: "ConfigMap arc/gone not found",
-			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
 		"hook template key missing": {
 			act:        runnerCycle(template("absent.yaml")),
 			wantStatus: `has no key "absent.yaml"`,
-			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
 		"hook template not YAML": {
 			act:        runnerCycle(template("not-yaml.yaml")),
 			wantStatus: "cannot parse",
-			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
 		"hook template not a mapping": {
 			act:        runnerCycle(template("a-list.yaml")),
 			wantStatus: "cannot parse as a PodTemplateSpec",
-			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
 		"hook template not a PodTemplateSpec": {
 			act:        runnerCycle(template("deployment.yaml")),
 			wantStatus: "asks for no resources",
-			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
 		"hook template without $job": {
 			act:       runnerCycle(template("no-job.yaml")),
-			wantEvent: "Warning " + ReasonIncompleteHookTemplate + " hook template",
+			wantEvent: "Warning " + contract.ReasonIncompleteHookTemplate + " hook template",
 			wantLog:   "sizes the workflow pod only in part",
 			wantHeld:  []string{"r@n1:held"},
 		},
@@ -166,7 +168,7 @@ func TestBadInput(t *testing.T) {
 				return pod
 			}()),
 			wantStatus: "is not on any volume mount",
-			wantEvent:  "Warning " + ReasonInvalidWorkflowSize,
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
 		"a runner whose pair fits no node": {
@@ -178,9 +180,9 @@ func TestBadInput(t *testing.T) {
 		},
 		"sizing annotation on a pod that is not a runner": {
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				return schedule(ctx, pl, st.MakePod().Namespace("arc").Name("x").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(), nodeInfo(threeUnits))
+				return schedule(ctx, pl, st.MakePod().Namespace("arc").Name("x").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(), nodeInfo(threeUnits))
 			},
-			wantEvent: "Warning " + ReasonIgnoredAnnotation,
+			wantEvent: "Warning " + contract.ReasonIgnoredAnnotation,
 			wantLog:   "not a runner; ignoring it",
 		},
 		"a second workflow pod of a claimed runner": {
@@ -188,7 +190,7 @@ func TestBadInput(t *testing.T) {
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				return schedule(ctx, pl, workflowPod("r1").UID("second").Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
 			},
-			wantEvent: "Warning " + ReasonNoReservation + " Scheduled as an ordinary pod: the reservation of runner arc/r1 was claimed by another workflow pod",
+			wantEvent: "Warning " + contract.ReasonNoReservation + " Scheduled as an ordinary pod: the reservation of runner arc/r1 was claimed by another workflow pod",
 			wantLog:   "claims no reservation",
 			wantHeld:  []string{"r1@n1:claimed"},
 		},
@@ -197,7 +199,7 @@ func TestBadInput(t *testing.T) {
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				return schedule(ctx, pl, workflowPod("nobody").Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
 			},
-			wantEvent: "Warning " + ReasonNoReservation + " Scheduled as an ordinary pod: runner arc/nobody holds no reservation",
+			wantEvent: "Warning " + contract.ReasonNoReservation + " Scheduled as an ordinary pod: runner arc/nobody holds no reservation",
 			wantLog:   "claims no reservation",
 			wantHeld:  []string{"r1@n1:held"},
 		},
@@ -209,7 +211,7 @@ func TestBadInput(t *testing.T) {
 				pl.onPodDelete(logger, finished)
 				return schedule(ctx, pl, workflowPod("r1").Req(units("1")).Obj(), nodeInfo(threeUnits))
 			},
-			wantEvent: "Warning " + ReasonNoReservation,
+			wantEvent: "Warning " + contract.ReasonNoReservation,
 			wantLog:   "Released reservation",
 		},
 		"a workflow pod bound to another node than its reservation": {
@@ -218,7 +220,7 @@ func TestBadInput(t *testing.T) {
 				pl.onPod(logger, workflowPod("r1").Node("n2").Obj())
 				return nil
 			},
-			wantEvent: "Normal " + ReasonReleased + " Runs on node n2, not on node n1",
+			wantEvent: "Normal " + contract.ReasonReleased + " Runs on node n2, not on node n1",
 			wantLog:   "runs on another node than its runner's reservation",
 			wantHeld:  []string{"r1@n1:done"},
 		},
@@ -236,7 +238,7 @@ func TestBadInput(t *testing.T) {
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				return schedule(ctx, pl, workflowPod("r1").CreationTimestamp(earlier).Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
 			},
-			wantEvent: "Warning " + ReasonNoReservation + " Scheduled as an ordinary pod: the pod was created before runner arc/r1",
+			wantEvent: "Warning " + contract.ReasonNoReservation + " Scheduled as an ordinary pod: the pod was created before runner arc/r1",
 			wantLog:   "claims no reservation",
 			wantHeld:  []string{"r1@n1:held"},
 		},
@@ -244,40 +246,40 @@ func TestBadInput(t *testing.T) {
 			reservations: []*reservation{oneUnitReservation("r1")},
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				pl.onNodeDelete(logger, st.MakeNode().Name("n1").Obj())
-				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj())
+				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj())
 				return nil
 			},
-			wantEvent: "Normal " + ReasonReleased + " Released cpu=1: node n1 was deleted",
+			wantEvent: "Normal " + contract.ReasonReleased + " Released cpu=1: node n1 was deleted",
 			wantLog:   "node_deleted",
 		},
 		"an unreadable recorded reservation": {
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, "{").Obj())
+				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, "{").Obj())
 				return nil
 			},
-			wantEvent: "Warning " + ReasonInvalidReservation,
+			wantEvent: "Warning " + contract.ReasonInvalidReservation,
 			wantLog:   "Cannot rebuild the reservation",
 		},
 		"a reservation recorded for another pod": {
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("copied-from-elsewhere")).Obj())
+				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("copied-from-elsewhere")).Obj())
 				return nil
 			},
-			wantEvent: "Warning " + ReasonInvalidReservation + ` annotation tandem.dev/reservation was recorded for pod UID "copied-from-elsewhere"`,
+			wantEvent: "Warning " + contract.ReasonInvalidReservation + ` annotation tandem.dev/reservation: recorded for pod UID "copied-from-elsewhere"`,
 			wantLog:   "Cannot rebuild the reservation",
 		},
 		"a recorded reservation of nothing": {
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, `{"node":"n1","requests":{"cpu":"0"},"runnerUID":"r1"}`).Obj())
+				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"0"},"runnerUID":"r1"}`).Obj())
 				return nil
 			},
-			wantEvent: "Warning " + ReasonInvalidReservation + " annotation tandem.dev/reservation holds no valid requests",
+			wantEvent: "Warning " + contract.ReasonInvalidReservation + " annotation tandem.dev/reservation: holds no valid requests",
 			wantLog:   "Cannot rebuild the reservation",
 		},
 		"a hand-written reservation on a pending runner": {
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pod := runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").
-					Annotation(ReservationAnnotation, `{"node":"n9","requests":{"cpu":"64"},"runnerUID":"r"}`).Obj()
+				pod := runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").
+					Annotation(contract.ReservationAnnotation, `{"node":"n9","requests":{"cpu":"64"},"runnerUID":"r"}`).Obj()
 				cs := framework.NewCycleState()
 				pl.PreFilter(ctx, cs, pod, nil)
 				pl.Reserve(ctx, cs, pod, "n1")

@@ -12,6 +12,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // The plugin's cost per call and per event at cluster scale: 20,000 runners
@@ -36,7 +38,7 @@ func benchPlugin(b *testing.B, nodes int) (*WorkflowReservation, fwk.NodeInfo) {
 		r := &reservation{
 			runner: types.NamespacedName{Namespace: "arc", Name: name}, runnerUID: types.UID(name), node: node,
 			size: amount{MilliCPU: 2500, Memory: 5 << 30, Pods: 2}, step: amount{MilliCPU: 500, Memory: 1 << 30, Pods: 1},
-			source: SourceHookTemplate, bound: true,
+			source: contract.SourceHookTemplate, bound: true,
 		}
 		claimed := i%2 == 0
 		if claimed {
@@ -63,7 +65,7 @@ func benchNodes(b *testing.B, run func(b *testing.B, nodes int)) {
 func BenchmarkFilter(b *testing.B) {
 	ctx := klog.NewContext(context.Background(), klog.Background().V(10))
 	for name, pod := range map[string]*v1.Pod{
-		"Runner":   runnerPod("new").Annotation(WorkflowRequestsAnnotation, "cpu=2,memory=4Gi").Req(units("500m")).Obj(),
+		"Runner":   runnerPod("new").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2,memory=4Gi").Req(units("500m")).Obj(),
 		"OtherPod": st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("1")).Obj(),
 	} {
 		b.Run(name, func(b *testing.B) {
@@ -85,7 +87,7 @@ func BenchmarkFilter(b *testing.B) {
 
 func BenchmarkScore(b *testing.B) {
 	ctx := context.Background()
-	pod := runnerPod("new").Annotation(WorkflowRequestsAnnotation, "cpu=2,memory=4Gi").Req(units("500m")).Obj()
+	pod := runnerPod("new").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2,memory=4Gi").Req(units("500m")).Obj()
 	benchNodes(b, func(b *testing.B, nodes int) {
 		pl, ni := benchPlugin(b, nodes)
 		cs := framework.NewCycleState()

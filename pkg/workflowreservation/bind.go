@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 var _ fwk.BindPlugin = &WorkflowReservation{}
@@ -44,7 +46,7 @@ func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod 
 	}
 	binding := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-			Annotations: map[string]string{ReservationAnnotation: value}},
+			Annotations: map[string]string{contract.ReservationAnnotation: value}},
 		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
 	if cacher := pl.handle.APICacher(); cacher != nil {
@@ -75,7 +77,7 @@ func (pl *WorkflowReservation) warnIfBoundElsewhere(ctx context.Context, cs fwk.
 	warnBinderOrder.Do(func() {
 		logger.Error(nil, "Another bind plugin bound a runner before WorkflowReservation: reservations are not recorded on runner pods and a restart or leader change loses them until the reconciler recovers them; enable WorkflowReservation at the bind extension point, ahead of DefaultBinder", "runner", klog.KObj(pod))
 	})
-	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonNotRecorded, "Bind",
+	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNotRecorded, "Bind",
 		"Bound by another bind plugin: the reservation on node %s is not recorded on the pod (enable WorkflowReservation at the bind extension point)", nodeName)
 }
 

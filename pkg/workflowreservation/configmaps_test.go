@@ -25,6 +25,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 func hookTemplateIn(namespace string) *v1.ConfigMap {
@@ -58,7 +59,7 @@ func TestHookTemplateNamespaces(t *testing.T) {
 	if status := runnerCycle(inArc)(ctx, klog.Background(), pl); !status.IsSuccess() {
 		t.Fatalf("runner in arc: %v", status)
 	}
-	if r, ok := pl.store.get(key("r")); !ok || r.source != SourceHookTemplate {
+	if r, ok := pl.store.get(key("r")); !ok || r.source != contract.SourceHookTemplate {
 		t.Errorf("runner in arc: reservation %+v (found %v), want one sized from its hook template", r, ok)
 	}
 
@@ -68,8 +69,8 @@ func TestHookTemplateNamespaces(t *testing.T) {
 	if status.IsSuccess() || !strings.Contains(status.Message(), "ConfigMaps of namespace elsewhere are not watched: hookTemplateNamespaces lists arc") {
 		t.Errorf("runner elsewhere: status %v, want one saying its namespace is not watched", status)
 	}
-	if events := strings.Join(drainEvents(h), "\n"); !strings.Contains(events, "Warning "+ReasonInvalidWorkflowSize) {
-		t.Errorf("events:\n%s\nwant an %s warning", events, ReasonInvalidWorkflowSize)
+	if events := strings.Join(drainEvents(h), "\n"); !strings.Contains(events, "Warning "+contract.ReasonInvalidWorkflowSize) {
+		t.Errorf("events:\n%s\nwant an %s warning", events, contract.ReasonInvalidWorkflowSize)
 	}
 
 	// A runner waiting for its template is retried when it is created in a
@@ -136,7 +137,7 @@ func TestHookTemplateNamespaceNotListed(t *testing.T) {
 		t.Errorf("events %q: waiting for a listing is not a broken size source", events)
 	}
 	// A runner sized by its annotation and an ordinary pod go on.
-	annotated := runnerPod("a").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj()
+	annotated := runnerPod("a").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
 	if status := runnerCycle(annotated)(ctx, klog.Background(), pl); !status.IsSuccess() {
 		t.Errorf("annotated runner: %v", status)
 	}

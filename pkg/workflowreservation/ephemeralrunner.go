@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -25,22 +25,6 @@ import (
 // reservation whose runner started a job and whose workflow pod has not come
 // within noWorkflowPodGrace is released. Without the CRD (or RBAC to read
 // it) reservations are held until their runner ends, and the log says so.
-
-// EphemeralRunnerResource is ARC's EphemeralRunner.
-var EphemeralRunnerResource = schema.GroupVersionResource{Group: "actions.github.com", Version: "v1alpha1", Resource: "ephemeralrunners"}
-
-// EphemeralRunnerJob returns the job an EphemeralRunner has taken
-// (status.jobId, else status.jobRequestId), "" when none. The simulator's
-// invariant checker reads EphemeralRunners with it, as the plugin does.
-func EphemeralRunnerJob(obj *unstructured.Unstructured) string {
-	if id, ok, _ := unstructured.NestedString(obj.Object, "status", "jobId"); ok && id != "" {
-		return id
-	}
-	if id, ok, _ := unstructured.NestedInt64(obj.Object, "status", "jobRequestId"); ok && id != 0 {
-		return fmt.Sprint(id)
-	}
-	return ""
-}
 
 // watchJobs runs an informer on EphemeralRunners once the API serves them,
 // looking again every reconcile interval until it does.
@@ -57,17 +41,17 @@ func (pl *WorkflowReservation) watchJobs(ctx context.Context) {
 	}
 	told := false
 	served := func(context.Context) (bool, error) {
-		list, err := pl.handle.ClientSet().Discovery().ServerResourcesForGroupVersion(EphemeralRunnerResource.GroupVersion().String())
+		list, err := pl.handle.ClientSet().Discovery().ServerResourcesForGroupVersion(contract.EphemeralRunnerResource.GroupVersion().String())
 		if err == nil {
 			for _, r := range list.APIResources {
-				if r.Name == EphemeralRunnerResource.Resource {
+				if r.Name == contract.EphemeralRunnerResource.Resource {
 					return true, nil
 				}
 			}
 		}
 		if !told {
 			told = true
-			logger.Info("ARC's EphemeralRunner resource is not served (CRD not installed?); reservations of jobs without a container are held until their runner ends. Looking again every reconcile interval", "resource", EphemeralRunnerResource.String())
+			logger.Info("ARC's EphemeralRunner resource is not served (CRD not installed?); reservations of jobs without a container are held until their runner ends. Looking again every reconcile interval", "resource", contract.EphemeralRunnerResource.String())
 		}
 		return false, nil
 	}
@@ -75,7 +59,7 @@ func (pl *WorkflowReservation) watchJobs(ctx context.Context) {
 		return
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	informer := factory.ForResource(EphemeralRunnerResource)
+	informer := factory.ForResource(contract.EphemeralRunnerResource)
 	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { pl.onEphemeralRunner(logger, obj) },
 		UpdateFunc: func(_, obj any) { pl.onEphemeralRunner(logger, obj) },
@@ -96,7 +80,7 @@ func (pl *WorkflowReservation) onEphemeralRunner(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
-	job := EphemeralRunnerJob(er)
+	job := contract.EphemeralRunnerJob(er)
 	if job == "" {
 		return
 	}
@@ -144,7 +128,7 @@ func (pl *WorkflowReservation) releaseWithoutWorkflowPod(logger klog.Logger, key
 	pl.recordMetrics()
 	pl.countRelease(metrics.ReleaseNoWorkflowPod, false)
 	logger.V(2).Info("Released the reservation of a job without a workflow pod", "runner", key, "node", r.node, "grace", pl.noWorkflowPodGrace)
-	pl.routineEvent(stub(r), ReasonReleased, "Release", func() string {
+	pl.routineEvent(stub(r), contract.ReasonReleased, "Release", func() string {
 		note := fmt.Sprintf("Released %s on node %s: the runner's job started %s ago and no workflow pod came (a job without a container)", r.size.sub(r.step), r.node, pl.noWorkflowPodGrace)
 		if !r.step.isZero() {
 			note += fmt.Sprintf("; %s stays held for container-step pods", r.step)
@@ -167,7 +151,7 @@ func (pl *WorkflowReservation) staleJobOf(runner types.NamespacedName) string {
 		return ""
 	}
 	if er, ok := obj.(*unstructured.Unstructured); ok {
-		return EphemeralRunnerJob(er)
+		return contract.EphemeralRunnerJob(er)
 	}
 	return ""
 }

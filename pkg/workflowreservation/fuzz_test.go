@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // The parsers of user input: whatever they are given, they do not panic,
@@ -28,9 +30,9 @@ func FuzzParseResourceList(f *testing.F) {
 			}
 		}
 		// What it prints, it reads back (the events and messages show it).
-		again, err := parseResourceList(formatResourceList(rl))
+		again, err := parseResourceList(contract.FormatResources(rl))
 		if err != nil {
-			t.Fatalf("parseResourceList(%q) = %v, but its formatting %q does not parse: %v", s, rl, formatResourceList(rl), err)
+			t.Fatalf("parseResourceList(%q) = %v, but its formatting %q does not parse: %v", s, rl, contract.FormatResources(rl), err)
 		}
 		if !equality.Semantic.DeepEqual(rl, again) {
 			t.Fatalf("parseResourceList(%q) = %v, read back as %v", s, rl, again)
@@ -49,7 +51,7 @@ func FuzzRecordedReservation(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, value string) {
-		pod := runnerPod("r").Node("n1").Annotation(ReservationAnnotation, value).Obj()
+		pod := runnerPod("r").Node("n1").Annotation(contract.ReservationAnnotation, value).Obj()
 		r, err := reservationFromPod(pod)
 		if err != nil || r == nil {
 			return

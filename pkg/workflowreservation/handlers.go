@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -134,7 +135,7 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 		pl.onPodGone(logger, pod, true)
 		return
 	}
-	if IsPlaceholder(pod) {
+	if contract.IsPlaceholder(pod) {
 		pl.sh.holds.observed(pod)
 		return
 	}
@@ -154,7 +155,7 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 	if pl.trusted(pod) {
 		pl.sh.pairs.check(pod) // bound: its pair pod goes
 	}
-	if _, ok := pod.Annotations[ReservationAnnotation]; ok {
+	if _, ok := pod.Annotations[contract.ReservationAnnotation]; ok {
 		pl.observeRunner(logger, pod)
 	}
 	if pl.trusted(pod) {
@@ -196,7 +197,7 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	}
 	if err != nil {
 		logger.Error(err, "Cannot rebuild the reservation of a runner", "pod", klog.KObj(pod))
-		pl.event(pod, v1.EventTypeWarning, ReasonInvalidReservation, "Rebuild", truncate(err.Error()))
+		pl.event(pod, v1.EventTypeWarning, contract.ReasonInvalidReservation, "Rebuild", truncate(err.Error()))
 		return
 	}
 	pl.store.put(r)
@@ -252,10 +253,10 @@ func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, 
 	pl.recordMetrics()
 	if elsewhere {
 		logger.V(2).Info("Workflow pod runs on another node than its runner's reservation; released it", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", taken.node)
-		pl.event(pod, v1.EventTypeNormal, ReasonReleased, "Release", fmt.Sprintf("Runs on node %s, not on node %s where runner %s's room was reserved: released the reservation", pod.Spec.NodeName, taken.node, runner.Name))
+		pl.event(pod, v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Runs on node %s, not on node %s where runner %s's room was reserved: released the reservation", pod.Spec.NodeName, taken.node, runner.Name))
 	} else {
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.node)
-		pl.routineEvent(pod, ReasonClaimed, "Claim", func() string {
+		pl.routineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
 			return fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.node)
 		})
 	}
@@ -277,7 +278,7 @@ func (pl *WorkflowReservation) onPodDelete(logger klog.Logger, obj any) {
 func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finished bool) {
 	pl.sh.waiting.remove(pod.UID)
 	pl.sh.forget(pod.UID)
-	if IsPlaceholder(pod) {
+	if contract.IsPlaceholder(pod) {
 		pl.sh.holds.gone(pod)
 		return
 	}
@@ -299,7 +300,7 @@ func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finish
 		pl.countRelease(reason, r.claimedBy != "")
 		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.node, "reason", reason)
 		if r.claimedBy == "" {
-			pl.routineEvent(pod, ReasonReleased, "Release", func() string {
+			pl.routineEvent(pod, contract.ReasonReleased, "Release", func() string {
 				return fmt.Sprintf("Released %s on node %s unclaimed: the runner %s", r.size, r.node, how)
 			})
 		}
@@ -343,7 +344,7 @@ func (pl *WorkflowReservation) onNodeDelete(logger klog.Logger, obj any) {
 		pl.sh.release(r.runnerUID)
 		pl.countRelease(metrics.ReleaseNodeDeleted, r.claimedBy != "")
 		logger.V(2).Info("Released reservation", "runner", r.runner, "node", r.node, "reason", metrics.ReleaseNodeDeleted)
-		pl.event(stub(*r), v1.EventTypeNormal, ReasonReleased, "Release", fmt.Sprintf("Released %s: node %s was deleted", r.size, r.node))
+		pl.event(stub(*r), v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Released %s: node %s was deleted", r.size, r.node))
 	}
 	if len(gone) > 0 {
 		pl.recordMetrics()
@@ -380,7 +381,7 @@ func (pl *WorkflowReservation) event(pod *v1.Pod, eventType, reason, action, not
 // waiting runner) if the pod's profile
 // (else this one) has reservationEvents on. Each is an API write, an Event
 // with a TTL lease in etcd, per job; the reservation is on the runner's
-// record (ReservationAnnotation) whatever this says. note is built only for
+// record (contract.ReservationAnnotation) whatever this says. note is built only for
 // an event that is sent.
 func (pl *WorkflowReservation) routineEvent(pod *v1.Pod, reason, action string, note func() string) {
 	owner := pl.sh.profileOf(pod)
@@ -418,7 +419,7 @@ func (pl *WorkflowReservation) beyondNode(r *reservation, runner *v1.Pod) error 
 	_, hasMemory := node.Status.Allocatable[v1.ResourceMemory]
 	_, hasStorage := node.Status.Allocatable[v1.ResourceEphemeralStorage]
 	if over(need.MilliCPU, alloc.MilliCPU, hasCPU) || over(need.Memory, alloc.Memory, hasMemory) || over(need.EphemeralStorage, alloc.EphemeralStorage, hasStorage) {
-		return fmt.Errorf("reservation %s with runner %s exceeds what node %s can hold at all (%s)", r.size, klog.KObj(runner), r.node, formatResourceList(node.Status.Allocatable))
+		return fmt.Errorf("reservation %s with runner %s exceeds what node %s can hold at all (%s)", r.size, klog.KObj(runner), r.node, contract.FormatResources(node.Status.Allocatable))
 	}
 	for name, v := range need.Scalar {
 		if v > alloc.Scalar[name] {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // eventually polls cond; informer handlers run asynchronously.
@@ -30,9 +32,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestRebuildFromRunnerPods(t *testing.T) {
-	bound := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
-	garbage := runnerPod("r2").Node("n1").Annotation(ReservationAnnotation, "{").Obj()
-	pending := runnerPod("r3").Annotation(ReservationAnnotation, recordedFor("r3")).Obj()
+	bound := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
+	garbage := runnerPod("r2").Node("n1").Annotation(contract.ReservationAnnotation, "{").Obj()
+	pending := runnerPod("r3").Annotation(contract.ReservationAnnotation, recordedFor("r3")).Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), true, bound, garbage, pending)
 
 	if !pl.synced() {
@@ -44,7 +46,7 @@ func TestRebuildFromRunnerPods(t *testing.T) {
 	}
 	var warned bool
 	for _, e := range drainEvents(h) {
-		warned = warned || (strings.Contains(e, ReasonInvalidReservation) && strings.Contains(e, "Warning"))
+		warned = warned || (strings.Contains(e, contract.ReasonInvalidReservation) && strings.Contains(e, "Warning"))
 	}
 	if !warned {
 		t.Error("no Warning event for the unreadable reservation of r2")
@@ -55,7 +57,7 @@ func TestRebuildSeesWorkflowPodFirst(t *testing.T) {
 	// The informer may deliver the workflow pod before its runner; the
 	// rebuilt reservation must still be claimed.
 	wf := workflowPod("r1").Node("n1").Obj()
-	runner := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	for name, objs := range map[string][]runtime.Object{"workflow first": {wf, runner}, "runner first": {runner, wf}} {
 		t.Run(name, func(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), true, objs...)
@@ -69,7 +71,7 @@ func TestRebuildSeesWorkflowPodFirst(t *testing.T) {
 
 func TestReleaseAndClaim(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	node := st.MakeNode().Name("n1").Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), true, runner, node)
 	pods := h.client.CoreV1().Pods("arc")
@@ -108,8 +110,8 @@ func TestRoutineHandlerEvents(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reservationEvents=%v", on), func(t *testing.T) {
 			ctx := context.Background()
-			r1 := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
-			r2 := runnerPod("r2").Node("n1").Annotation(ReservationAnnotation, recordedFor("r2")).Obj()
+			r1 := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
+			r2 := runnerPod("r2").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r2")).Obj()
 			args := defaultArgs()
 			args.ReservationEvents = on
 			pl, h := newTestPlugin(t, args, true, r1, r2)
@@ -128,7 +130,7 @@ func TestRoutineHandlerEvents(t *testing.T) {
 			})
 			// The handlers run in order: once r3 is seen, the claim's and
 			// the release's handlers have returned, events sent.
-			r3 := runnerPod("r3").Node("n1").Annotation(ReservationAnnotation, recordedFor("r3")).Obj()
+			r3 := runnerPod("r3").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r3")).Obj()
 			if _, err := pods.Create(ctx, r3, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +145,7 @@ func TestRoutineHandlerEvents(t *testing.T) {
 			slices.Sort(reasons)
 			var want []string
 			if on {
-				want = []string{ReasonReleased, ReasonClaimed}
+				want = []string{contract.ReasonReleased, contract.ReasonClaimed}
 				slices.Sort(want)
 			}
 			if !slices.Equal(reasons, want) {
@@ -155,8 +157,8 @@ func TestRoutineHandlerEvents(t *testing.T) {
 
 func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 	ctx := context.Background()
-	r1 := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
-	r2 := runnerPod("r2").Node("n1").Annotation(ReservationAnnotation, recordedFor("r2")).Obj()
+	r1 := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
+	r2 := runnerPod("r2").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r2")).Obj()
 	node := st.MakeNode().Name("n1").Obj()
 	args := defaultArgs()
 	args.ReservationEvents = true // the release of an unclaimed reservation is reported
@@ -192,7 +194,7 @@ func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 	released := false
 	eventually(t, "an event for the released reservation", func() bool {
 		for _, e := range drainEvents(h) {
-			released = released || strings.Contains(e, ReasonReleased)
+			released = released || strings.Contains(e, contract.ReasonReleased)
 		}
 		return released
 	})
@@ -260,7 +262,7 @@ func TestLatch(t *testing.T) {
 // overtook, and nothing else would before the periodic flush.
 func TestReleaseDuringCycleActivates(t *testing.T) {
 	ctx := context.Background()
-	r1 := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	r1 := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), true, r1, st.MakeNode().Name("n1").Obj())
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
 	cs := framework.NewCycleState()

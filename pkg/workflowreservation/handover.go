@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // The handover of a placeholder to a workflow pod scheduled by tandem
@@ -128,7 +129,7 @@ type handoverState struct {
 func (pl *WorkflowReservation) fitFilter(ctx context.Context, cs fwk.CycleState, s *preFilterState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	if s.kind == kindWorkflow {
 		for _, pi := range nodeInfo.GetPods() {
-			if p := pi.GetPod(); IsPlaceholder(p) && p.Namespace == pod.Namespace && p.Annotations[PlaceholderOfAnnotation] == s.runner.Name &&
+			if p := pi.GetPod(); contract.IsPlaceholder(p) && p.Namespace == pod.Namespace && p.Annotations[contract.PlaceholderOfAnnotation] == s.runner.Name &&
 				metav1.GetControllerOf(p).UID == s.own.runnerUID {
 				without := nodeInfo.Snapshot()
 				if err := without.RemovePod(klog.FromContext(ctx), p); err != nil {

@@ -8,6 +8,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // EventsToRegister returns the events that can make room for a pod this
@@ -40,7 +42,7 @@ func (pl *WorkflowReservation) EventsToRegister(ctx context.Context) ([]fwk.Clus
 // exceptPairPods never requeues a pair pod: no event makes it schedulable.
 func exceptPairPods(fn fwk.QueueingHintFn) fwk.QueueingHintFn {
 	return func(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-		if isPairPod(pod) {
+		if contract.IsPairPod(pod) {
 			return fwk.QueueSkip, nil
 		}
 		return fn(logger, pod, oldObj, newObj)
@@ -86,7 +88,7 @@ func (pl *WorkflowReservation) isSchedulableAfterPodUpdated(logger klog.Logger, 
 		return fwk.Queue, err
 	}
 	if modified.UID == pod.UID {
-		for _, k := range []string{WorkflowRequestsAnnotation, StepRequestsAnnotation, HostPortsAnnotation} {
+		for _, k := range []string{contract.WorkflowRequestsAnnotation, contract.StepRequestsAnnotation, contract.HostPortsAnnotation} {
 			if original.Annotations[k] != modified.Annotations[k] {
 				logger.V(5).Info("Pod's workflow size changed", "pod", klog.KObj(pod), "annotation", k)
 				return fwk.Queue, nil

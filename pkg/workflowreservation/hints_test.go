@@ -7,6 +7,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 func TestIsSchedulableAfterPodAdded(t *testing.T) {
@@ -62,7 +64,7 @@ func TestIsSchedulableAfterPodDeleted(t *testing.T) {
 }
 
 func TestIsSchedulableAfterPodUpdated(t *testing.T) {
-	pending := runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=x").Obj()
+	pending := runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=x").Obj()
 	tests := map[string]struct {
 		oldObj, newObj any
 		want           fwk.QueueingHint
@@ -99,8 +101,8 @@ func TestIsSchedulableAfterPodUpdated(t *testing.T) {
 			want: fwk.Queue,
 		},
 		"the pending pod's host ports changed": {
-			oldObj: runnerPod("r2").Annotation(HostPortsAnnotation, "6379").Obj(),
-			newObj: runnerPod("r2").Annotation(HostPortsAnnotation, "6380").Obj(),
+			oldObj: runnerPod("r2").Annotation(contract.HostPortsAnnotation, "6379").Obj(),
+			newObj: runnerPod("r2").Annotation(contract.HostPortsAnnotation, "6380").Obj(),
 			want:   fwk.Queue,
 		},
 		"assigned pod relabelled": {
@@ -115,17 +117,17 @@ func TestIsSchedulableAfterPodUpdated(t *testing.T) {
 		},
 		"the pending pod's workflow size was fixed": {
 			oldObj: pending,
-			newObj: runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			newObj: runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
 			want:   fwk.Queue,
 		},
 		"the pending pod got step headroom removed": {
-			oldObj: runnerPod("r2").Annotation(StepRequestsAnnotation, "cpu=1").Obj(),
+			oldObj: runnerPod("r2").Annotation(contract.StepRequestsAnnotation, "cpu=1").Obj(),
 			newObj: runnerPod("r2").Obj(),
 			want:   fwk.Queue,
 		},
 		"the pending pod got an unrelated annotation": {
 			oldObj: pending,
-			newObj: runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=x").Annotation("a", "b").Obj(),
+			newObj: runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=x").Annotation("a", "b").Obj(),
 			want:   fwk.QueueSkip,
 		},
 		"another unassigned pod shrank": {

@@ -4,18 +4,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-)
 
-// Environment of the runner container that says how its hook works.
-const (
-	// HooksEnv is the path of the container hook the runner runs.
-	HooksEnv = "ACTIONS_RUNNER_CONTAINER_HOOKS"
-	// UseKubeSchedulerEnv, "true": hooks v0.7.0 pin the workflow pod with a
-	// required hostname affinity instead of nodeName.
-	UseKubeSchedulerEnv = "ACTIONS_RUNNER_USE_KUBE_SCHEDULER"
-	// HookRWOEnv, "true": the next hook (upstream PRs #339/#445) requires
-	// the runner's node instead of preferring it.
-	HookRWOEnv = "ACTIONS_RUNNER_HOOK_RWO"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // hookModeOf says, for the runner's events, how its hook will place the
@@ -34,15 +24,15 @@ func hookModeOf(pod *v1.Pod) string {
 	for _, v := range pod.Spec.Volumes {
 		work = work || (v.Name == "work" && (v.Ephemeral != nil || v.PersistentVolumeClaim != nil))
 	}
-	hooks := env[HooksEnv]
+	hooks := env[contract.HooksEnv]
 	switch {
 	case hooks == "":
 		return ""
 	case strings.Contains(hooks, "k8s-novolume"):
 		return "kubernetes-novolume (workflow pod not pinned; it prefers the reserved node)"
-	case strings.EqualFold(env[HookRWOEnv], "true"):
+	case strings.EqualFold(env[contract.HookRWOEnv], "true"):
 		return "kubernetes, RWO (workflow pod requires the runner's node)"
-	case strings.EqualFold(env[UseKubeSchedulerEnv], "true"):
+	case strings.EqualFold(env[contract.UseKubeSchedulerEnv], "true"):
 		return "kubernetes with ACTIONS_RUNNER_USE_KUBE_SCHEDULER (workflow pod pinned by a required hostname affinity, scheduled)"
 	case work:
 		return "kubernetes (workflow pod pinned with nodeName: it bypasses every scheduler)"

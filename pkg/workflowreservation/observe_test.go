@@ -7,6 +7,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -30,7 +31,7 @@ func TestMetrics(t *testing.T) {
 		return v
 	}
 
-	runner := runnerPod("m1").Annotation(WorkflowRequestsAnnotation, "cpu=1500m").Obj()
+	runner := runnerPod("m1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1500m").Obj()
 	cs := framework.NewCycleState()
 	pl.PreFilter(ctx, cs, runner, nil)
 	pl.Reserve(ctx, cs, runner, "n1")

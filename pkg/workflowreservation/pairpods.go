@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
@@ -28,32 +28,8 @@ import (
 // runner waits for pair room, a pending pod of the pair's size stands for it:
 // it fits no existing node, and the autoscaler adds one where the pair fits.
 // tandem never binds it; it goes when the runner is bound or gone.
-const (
-	// PairPodLabel marks a pair pod (value "true").
-	PairPodLabel = "tandem.dev/pair-pod"
-	// PairOfAnnotation on a pair pod names the runner it stands for (the
-	// runner is also its controller owner).
-	PairOfAnnotation = "tandem.dev/pair-of"
-	// pairPodIndex indexes pair pods by "<namespace>/<runner>".
-	pairPodIndex = "tandem.dev/pair-of"
-	// pairPodSuffix ends a pair pod's name: "<runner>-pair".
-	pairPodSuffix = "-pair"
-)
-
-// pairSizeAnnotation on a pair pod is the size it was created for:
-// admission (a LimitRange's defaults, a mutating webhook) may change its
-// requests, and it must not be recreated for that.
-const pairSizeAnnotation = "tandem.dev/pair-size"
-
-// isPairPod reports whether pod is a pair pod: labelled, naming its runner,
-// and controlled by that runner pod.
-func isPairPod(pod *v1.Pod) bool {
-	if pod.Labels[PairPodLabel] != "true" {
-		return false
-	}
-	ref := metav1.GetControllerOf(pod)
-	return ref != nil && ref.Kind == "Pod" && ref.Name != "" && ref.Name == pod.Annotations[PairOfAnnotation]
-}
+// pairPodIndex indexes pair pods by "<namespace>/<runner>".
+const pairPodIndex = "tandem.dev/pair-of"
 
 // pairKey names a runner incarnation whose pair pod is to be checked.
 type pairKey struct {
@@ -102,10 +78,10 @@ func newPairPods(client clientset.Interface, pods corelisters.PodLister, indexer
 // indexPairPod indexes a pair pod by the runner it stands for.
 func indexPairPod(obj any) ([]string, error) {
 	pod, ok := obj.(*v1.Pod)
-	if !ok || !isPairPod(pod) || pod.Annotations[PairOfAnnotation] == "" {
+	if !ok || !contract.IsPairPod(pod) || pod.Annotations[contract.PairOfAnnotation] == "" {
 		return nil, nil
 	}
-	return []string{pod.Namespace + "/" + pod.Annotations[PairOfAnnotation]}, nil
+	return []string{pod.Namespace + "/" + pod.Annotations[contract.PairOfAnnotation]}, nil
 }
 
 // ask records that runner waits for pair room and wants pod to stand for it.
@@ -117,7 +93,7 @@ func (p *pairPods) ask(runner *v1.Pod, pod *v1.Pod) {
 	old, had := p.want[runner.UID]
 	p.want[runner.UID] = pod
 	p.mu.Unlock()
-	if had && old.Annotations[pairSizeAnnotation] == pod.Annotations[pairSizeAnnotation] {
+	if had && old.Annotations[contract.PairSizeAnnotation] == pod.Annotations[contract.PairSizeAnnotation] {
 		return // asked already; a failed sync retries with backoff
 	}
 	p.queue.Add(pairKey{namespace: runner.Namespace, name: runner.Name, uid: runner.UID})
@@ -126,10 +102,10 @@ func (p *pairPods) ask(runner *v1.Pod, pod *v1.Pod) {
 // observed has the worker look at a pair pod the informer shows: one
 // created while its runner was being bound must go too.
 func (p *pairPods) observed(pod *v1.Pod) {
-	if p == nil || !p.leader.IsLeader() || !isPairPod(pod) {
+	if p == nil || !p.leader.IsLeader() || !contract.IsPairPod(pod) {
 		return
 	}
-	p.queue.Add(pairKey{namespace: pod.Namespace, name: pod.Annotations[PairOfAnnotation], uid: metav1.GetControllerOf(pod).UID})
+	p.queue.Add(pairKey{namespace: pod.Namespace, name: pod.Annotations[contract.PairOfAnnotation], uid: metav1.GetControllerOf(pod).UID})
 }
 
 // check has the worker look at runner's pair pod again: the runner was
@@ -174,7 +150,7 @@ func (p *pairPods) sync(ctx context.Context, key pairKey) error {
 	}
 	p.mu.Unlock()
 
-	pods, err := keyedPods(p.indexer, pairPodIndex, isPairPod, key, runner)
+	pods, err := keyedPods(p.indexer, pairPodIndex, contract.IsPairPod, key, runner)
 	if err != nil {
 		return err
 	}
@@ -182,7 +158,7 @@ func (p *pairPods) sync(ctx context.Context, key pairKey) error {
 	for _, pod := range pods {
 		owner := metav1.GetControllerOf(pod).UID
 		if owner == key.uid && waiting && pod.DeletionTimestamp == nil {
-			if want == nil || pod.Annotations[pairSizeAnnotation] == want.Annotations[pairSizeAnnotation] {
+			if want == nil || pod.Annotations[contract.PairSizeAnnotation] == want.Annotations[contract.PairSizeAnnotation] {
 				// Wanted, or still waiting with no word yet (a new leader).
 				have = true
 				continue
@@ -204,13 +180,13 @@ func (p *pairPods) sync(ctx context.Context, key pairKey) error {
 		}
 		metrics.PairPods.WithLabelValues(metrics.PairPodFailed).Inc()
 		if p.firstFailure(key.uid) {
-			p.recorder(runner, v1.EventTypeWarning, ReasonPairPodFailed, truncate(fmt.Sprintf("Cannot create pending pod %s for cluster autoscalers: %v", want.Name, err)))
+			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPairPodFailed, truncate(fmt.Sprintf("Cannot create pending pod %s for cluster autoscalers: %v", want.Name, err)))
 		}
 		return err
 	}
 	metrics.PairPods.WithLabelValues(metrics.PairPodCreated).Inc()
 	logger.V(2).Info("Created pair pod for cluster autoscalers", "pod", klog.KRef(key.namespace, want.Name), "runner", klog.KObj(runner), "requests", want.Spec.Containers[0].Resources.Requests)
-	p.recorder(runner, v1.EventTypeNormal, ReasonPairPodCreated, truncate(fmt.Sprintf(
+	p.recorder(runner, v1.EventTypeNormal, contract.ReasonPairPodCreated, truncate(fmt.Sprintf(
 		"Created pending pod %s requesting %s for cluster autoscalers: no node has room for the runner and its workflow pod together",
 		want.Name, amountFromList(want.Spec.Containers[0].Resources.Requests))))
 	return nil
@@ -237,8 +213,8 @@ func (p *pairPods) sweep() {
 			continue
 		}
 		for _, o := range objs {
-			if pod, ok := o.(*v1.Pod); ok && isPairPod(pod) {
-				p.queue.Add(pairKey{namespace: pod.Namespace, name: pod.Annotations[PairOfAnnotation], uid: metav1.GetControllerOf(pod).UID})
+			if pod, ok := o.(*v1.Pod); ok && contract.IsPairPod(pod) {
+				p.queue.Add(pairKey{namespace: pod.Namespace, name: pod.Annotations[contract.PairOfAnnotation], uid: metav1.GetControllerOf(pod).UID})
 			}
 		}
 	}
@@ -246,14 +222,14 @@ func (p *pairPods) sweep() {
 
 // pairPodFor builds the pair pod of runner: requests of the runner and its
 // reservation (workflow pod and step headroom), placed like the runner.
-func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []config.HostPort, image string) *v1.Pod {
+func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []contract.HostPort, image string) *v1.Pod {
 	total := runnerRequest.add(workflow)
 	total.Pods = 0
 	requests := total.toList()
 	pod := holdingPod(runner, "pair", image, requests, ports)
-	pod.Name = suffixedName(runner.Name, pairPodSuffix)
-	pod.Labels = map[string]string{PairPodLabel: "true"}
-	pod.Annotations = map[string]string{PairOfAnnotation: runner.Name, pairSizeAnnotation: amountFromList(requests).String()}
+	pod.Name = contract.PairPodName(runner.Name)
+	pod.Labels = map[string]string{contract.PairPodLabel: "true"}
+	pod.Annotations = map[string]string{contract.PairOfAnnotation: runner.Name, contract.PairSizeAnnotation: amountFromList(requests).String()}
 	pod.Spec.NodeSelector = runner.Spec.NodeSelector
 	if runner.Spec.Affinity != nil && runner.Spec.Affinity.NodeAffinity != nil {
 		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: runner.Spec.Affinity.NodeAffinity.DeepCopy()}
@@ -267,7 +243,7 @@ func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []config.H
 // default limit below the request would make the pod invalid) and the host
 // ports, the runner's priority class and tolerations, owned by the runner,
 // non-root, no service account token.
-func holdingPod(runner *v1.Pod, container, image string, requests v1.ResourceList, ports []config.HostPort) *v1.Pod {
+func holdingPod(runner *v1.Pod, container, image string, requests v1.ResourceList, ports []contract.HostPort) *v1.Pod {
 	c := v1.Container{
 		Name:      container,
 		Image:     image,

@@ -17,6 +17,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // pairArgs turns pair pods on, and their PairPodCreated events.
@@ -54,7 +55,7 @@ func waitForPod(t *testing.T, h *fakeHandle, name string, cond func(*v1.Pod) boo
 // plugin never schedules; it goes when the runner is bound.
 func TestPairPodForRunnerWaitingForPairRoom(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).
+	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).
 		NodeSelector(map[string]string{"pool": "ci"}).Toleration("ci").Obj()
 	runner.Spec.PriorityClassName = "ci-high"
 	pl, h := newTestPlugin(t, pairArgs(), true, runner)
@@ -88,9 +89,9 @@ func TestPairPodForRunnerWaitingForPairRoom(t *testing.T) {
 	var seen []string
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		seen = append(seen, drainEvents(h)...)
-		return containsReason(seen, ReasonPairPodCreated), nil
+		return containsReason(seen, contract.ReasonPairPodCreated), nil
 	}); err != nil {
-		t.Errorf("events %v, want one %s on the runner", seen, ReasonPairPodCreated)
+		t.Errorf("events %v, want one %s on the runner", seen, contract.ReasonPairPodCreated)
 	}
 
 	// The scheduler never places it, and no cluster event requeues it.
@@ -121,7 +122,7 @@ func TestPairPodForRunnerWaitingForPairRoom(t *testing.T) {
 // no pair pod: autoscalers see the runner itself.
 func TestNoPairPodWhenRunnerAloneDoesNotFit(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).Obj()
+	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).Obj()
 	pl, _ := newTestPlugin(t, pairArgs(), true, runner)
 	cs := framework.NewCycleState()
 	pl.PreFilter(ctx, cs, runner, nil)
@@ -146,7 +147,7 @@ func TestReconcilerSweepsLeakedPairPods(t *testing.T) {
 // With pairPods off nothing is created.
 func TestPairPodsOff(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).Obj()
+	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), true, runner)
 	cs := framework.NewCycleState()
 	pl.PreFilter(ctx, cs, runner, nil)
@@ -170,7 +171,7 @@ func containsReason(events []string, reason string) bool {
 // with the bind) goes at once, not at the next sweep.
 func TestPairPodCreatedAfterBindIsDeleted(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).Node("n1").Obj()
+	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).Node("n1").Obj()
 	_, h := newTestPlugin(t, pairArgs(), true, runner)
 	late := pairPodFor(runner, podAmount(runner), amountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, defaultPlaceholderImage)
 	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, late, metav1.CreateOptions{}); err != nil {
@@ -203,7 +204,7 @@ func TestPairPodLimitsEqualRequests(t *testing.T) {
 func TestLabelAloneMakesNoPairPod(t *testing.T) {
 	ctx := context.Background()
 	pl, _ := newTestPlugin(t, pairArgs(), false)
-	pod := st.MakePod().Namespace("arc").Name("x-pair").UID("x").Label(PairPodLabel, "true").Obj()
+	pod := st.MakePod().Namespace("arc").Name("x-pair").UID("x").Label(contract.PairPodLabel, "true").Obj()
 	if _, status := pl.PreFilter(ctx, framework.NewCycleState(), pod, nil); status.Code() == fwk.UnschedulableAndUnresolvable {
 		t.Errorf("PreFilter rejected a pod that only carries the pair pod label: %v", status)
 	}

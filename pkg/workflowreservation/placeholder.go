@@ -3,7 +3,6 @@ package workflowreservation
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
@@ -30,51 +30,6 @@ import (
 // deletes it, with the runner's UID checked and grace 0, before the workflow
 // pod is stored, so the kubelet of the node, which watches its pods in
 // resourceVersion order, sees the room freed before the pod that takes it.
-const (
-	// PlaceholderLabel marks a placeholder pod (value "true").
-	PlaceholderLabel = "tandem.dev/placeholder"
-	// PlaceholderOfAnnotation on a placeholder names the runner pod whose
-	// reservation it holds; the runner is also its controller owner.
-	PlaceholderOfAnnotation = "tandem.dev/placeholder-of"
-	// placeholderSuffix ends a placeholder's name: "<runner>-hold".
-	placeholderSuffix = "-hold"
-)
-
-// PlaceholderName is the name of the placeholder pod of the runner named
-// runner.
-func PlaceholderName(runner string) string {
-	return suffixedName(runner, placeholderSuffix)
-}
-
-// suffixedName is name with suffix, name cut short so that it stays a
-// valid pod name.
-func suffixedName(name, suffix string) string {
-	if limit := 253 - len(suffix); len(name) > limit {
-		name = strings.TrimRight(name[:limit], ".-")
-	}
-	return name + suffix
-}
-
-// IsPlaceholder reports whether pod is a placeholder: labelled, naming its
-// runner, and controlled by that runner pod.
-func IsPlaceholder(pod *v1.Pod) bool {
-	if pod.Labels[PlaceholderLabel] != "true" {
-		return false
-	}
-	ref := metav1.GetControllerOf(pod)
-	return ref != nil && ref.Kind == "Pod" && ref.Name != "" && ref.Name == pod.Annotations[PlaceholderOfAnnotation]
-}
-
-// IsPlaceholderOf reports whether pod is the placeholder of the runner
-// incarnation runner.
-func IsPlaceholderOf(pod, runner *v1.Pod) bool {
-	return IsPlaceholder(pod) && pod.Namespace == runner.Namespace && metav1.GetControllerOf(pod).UID == runner.UID
-}
-
-// placeholderSizeAnnotation on a placeholder is the size it was created
-// for: admission may change its requests, and it must not be recreated for
-// that.
-const placeholderSizeAnnotation = "tandem.dev/placeholder-size"
 
 // Annotations that keep cluster autoscalers from removing a node for the
 // room a placeholder holds.
@@ -103,10 +58,10 @@ const lostRecheck = 2 * time.Second
 
 func indexPlaceholder(obj any) ([]string, error) {
 	pod, ok := obj.(*v1.Pod)
-	if !ok || !IsPlaceholder(pod) {
+	if !ok || !contract.IsPlaceholder(pod) {
 		return nil, nil
 	}
-	return []string{pod.Namespace + "/" + pod.Annotations[PlaceholderOfAnnotation]}, nil
+	return []string{pod.Namespace + "/" + pod.Annotations[contract.PlaceholderOfAnnotation]}, nil
 }
 
 // placeholders keeps each bound runner's placeholder in step with its
@@ -183,10 +138,10 @@ func (p *placeholders) check(namespace, runner string, uid types.UID) {
 
 // observed has the worker look at a placeholder the informer shows.
 func (p *placeholders) observed(pod *v1.Pod) {
-	if p == nil || !IsPlaceholder(pod) {
+	if p == nil || !contract.IsPlaceholder(pod) {
 		return
 	}
-	p.check(pod.Namespace, pod.Annotations[PlaceholderOfAnnotation], metav1.GetControllerOf(pod).UID)
+	p.check(pod.Namespace, pod.Annotations[contract.PlaceholderOfAnnotation], metav1.GetControllerOf(pod).UID)
 }
 
 // noteGoing notes a placeholder seen being deleted by someone else as a
@@ -205,7 +160,7 @@ func (p *placeholders) noteGoing(pod *v1.Pod) {
 // preempted by another scheduler, rejected by the kubelet, deleted by
 // tandem-webhook for its workflow pod).
 func (p *placeholders) gone(pod *v1.Pod) {
-	if p == nil || !IsPlaceholder(pod) {
+	if p == nil || !contract.IsPlaceholder(pod) {
 		return
 	}
 	owner := metav1.GetControllerOf(pod).UID
@@ -233,7 +188,7 @@ func (p *placeholders) of(runner types.NamespacedName, uid types.UID) *v1.Pod {
 		return nil
 	}
 	for _, o := range objs {
-		if pod, ok := o.(*v1.Pod); ok && IsPlaceholder(pod) && metav1.GetControllerOf(pod).UID == uid {
+		if pod, ok := o.(*v1.Pod); ok && contract.IsPlaceholder(pod) && metav1.GetControllerOf(pod).UID == uid {
 			return pod
 		}
 	}
@@ -273,13 +228,13 @@ func (p *placeholders) yield(ctx context.Context, runner types.NamespacedName, u
 	if hold == nil {
 		// One the informer does not show and this replica did not create
 		// (the previous leader's, just before it went): ask the apiserver.
-		live, err := p.client.CoreV1().Pods(runner.Namespace).Get(ctx, PlaceholderName(runner.Name), metav1.GetOptions{})
+		live, err := p.client.CoreV1().Pods(runner.Namespace).Get(ctx, contract.PlaceholderName(runner.Name), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, nil
 		case err != nil:
 			return nil, err
-		case !IsPlaceholder(live) || metav1.GetControllerOf(live).UID != uid:
+		case !contract.IsPlaceholder(live) || metav1.GetControllerOf(live).UID != uid:
 			return nil, nil
 		}
 		hold = live
@@ -324,7 +279,7 @@ func (p *placeholders) run(ctx context.Context) { p.work(ctx, p.sync) }
 func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 	logger := klog.FromContext(ctx)
 	runner, want := p.want(key)
-	pods, err := keyedPods(p.indexer, placeholderIndex, IsPlaceholder, key, runner)
+	pods, err := keyedPods(p.indexer, placeholderIndex, contract.IsPlaceholder, key, runner)
 	if err != nil {
 		return err
 	}
@@ -342,7 +297,7 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 			continue
 		}
 		if want != nil && owner == key.uid &&
-			pod.Spec.NodeName == want.Spec.NodeName && pod.Annotations[placeholderSizeAnnotation] == want.Annotations[placeholderSizeAnnotation] {
+			pod.Spec.NodeName == want.Spec.NodeName && pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation] {
 			have = true
 			continue
 		}
@@ -359,7 +314,7 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 		switch {
 		case c.pod == nil || time.Since(c.at) > createdTrust:
 			// None, or so old that the informer missed its delete.
-		case want != nil && c.pod.Spec.NodeName == want.Spec.NodeName && c.pod.Annotations[placeholderSizeAnnotation] == want.Annotations[placeholderSizeAnnotation]:
+		case want != nil && c.pod.Spec.NodeName == want.Spec.NodeName && c.pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation]:
 			have = true
 		default:
 			if err := p.delete(ctx, c.pod); err != nil {
@@ -376,8 +331,8 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 		delete(p.yielding, key.uid)
 		delete(p.lost, key.uid)
 		delete(p.created, key.uid)
-		delete(p.warned, warnKey{key.uid, ReasonPlaceholderLost})
-		delete(p.warned, warnKey{key.uid, ReasonPlaceholderFailed})
+		delete(p.warned, warnKey{key.uid, contract.ReasonPlaceholderLost})
+		delete(p.warned, warnKey{key.uid, contract.ReasonPlaceholderFailed})
 	}
 	p.mu.Unlock()
 	if going && !have {
@@ -396,8 +351,8 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 		p.mu.Unlock()
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderLost).Inc()
 		logger.Info("Placeholder was removed by someone else; recreating it", "runner", klog.KObj(runner), "pod", klog.KRef(want.Namespace, want.Name), "node", want.Spec.NodeName)
-		if p.firstWarning(key.uid, ReasonPlaceholderLost) {
-			p.recorder(runner, v1.EventTypeWarning, ReasonPlaceholderLost, truncate(fmt.Sprintf(
+		if p.firstWarning(key.uid, contract.ReasonPlaceholderLost) {
+			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderLost, truncate(fmt.Sprintf(
 				"Placeholder %s holding the workflow pod's room on node %s was removed by someone else (evicted, preempted or rejected by the kubelet); recreating it. Until it runs, other schedulers and the kubelet may take the room",
 				want.Name, want.Spec.NodeName)))
 		}
@@ -424,7 +379,7 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 			// cannot show: the scheduler's informer drops terminal pods, so
 			// a placeholder the kubelet rejected or evicted still has the
 			// name. That one goes, and the retry creates anew.
-			if old, gerr := p.client.CoreV1().Pods(key.namespace).Get(ctx, want.Name, metav1.GetOptions{}); gerr == nil && IsPlaceholder(old) &&
+			if old, gerr := p.client.CoreV1().Pods(key.namespace).Get(ctx, want.Name, metav1.GetOptions{}); gerr == nil && contract.IsPlaceholder(old) &&
 				(isTerminal(old) || metav1.GetControllerOf(old).UID != key.uid) {
 				if derr := p.delete(ctx, old); derr != nil {
 					return derr
@@ -434,14 +389,14 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 			return err
 		}
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderFailed).Inc()
-		if p.firstWarning(key.uid, ReasonPlaceholderFailed) {
-			p.recorder(runner, v1.EventTypeWarning, ReasonPlaceholderFailed, truncate(fmt.Sprintf(
+		if p.firstWarning(key.uid, contract.ReasonPlaceholderFailed) {
+			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderFailed, truncate(fmt.Sprintf(
 				"Cannot create placeholder %s on node %s: %v; the reservation holds the room for tandem only", want.Name, want.Spec.NodeName, err)))
 		}
 		return err
 	}
 	metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderCreated).Inc()
-	logger.V(2).Info("Created placeholder", "pod", klog.KRef(want.Namespace, want.Name), "runner", klog.KObj(runner), "node", want.Spec.NodeName, "requests", want.Annotations[placeholderSizeAnnotation])
+	logger.V(2).Info("Created placeholder", "pod", klog.KRef(want.Namespace, want.Name), "runner", klog.KObj(runner), "node", want.Spec.NodeName, "requests", want.Annotations[contract.PlaceholderSizeAnnotation])
 	return nil
 }
 
@@ -539,13 +494,13 @@ func (pl *WorkflowReservation) wantPlaceholder(key pairKey) (*v1.Pod, *v1.Pod) {
 func placeholderFor(runner *v1.Pod, node string, hold amount, image string) *v1.Pod {
 	requests := hold.toList()
 	pod := holdingPod(runner, "hold", image, requests, nil)
-	pod.Name = PlaceholderName(runner.Name)
-	pod.Labels = map[string]string{PlaceholderLabel: "true"}
+	pod.Name = contract.PlaceholderName(runner.Name)
+	pod.Labels = map[string]string{contract.PlaceholderLabel: "true"}
 	pod.Annotations = map[string]string{
-		PlaceholderOfAnnotation:   runner.Name,
-		placeholderSizeAnnotation: amountFromList(requests).String(),
-		safeToEvictAnnotation:     "false",
-		doNotDisruptAnnotation:    "true",
+		contract.PlaceholderOfAnnotation:   runner.Name,
+		contract.PlaceholderSizeAnnotation: amountFromList(requests).String(),
+		safeToEvictAnnotation:              "false",
+		doNotDisruptAnnotation:             "true",
 	}
 	pod.Spec.NodeName = node
 	return pod

@@ -19,6 +19,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 )
 
@@ -43,7 +44,7 @@ func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
 // runner's own workflow pod may use what its placeholder holds.
 func TestPlaceholderCountsOnce(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	node := st.MakeNode().Name("n1").Capacity(units("3")).Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
 	pl.onPod(klogger(t), runner)
@@ -90,12 +91,12 @@ func TestPlaceholderCountsOnce(t *testing.T) {
 // placeholder goes the moment the runner's workflow pod is created.
 func TestPlaceholderLifecycle(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Toleration("ci").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Toleration("ci").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	runner.Spec.PriorityClassName = "ci-high"
 	_, h := newTestPlugin(t, podsModeArgs(), true, runner)
 
 	hold := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
-	if !IsPlaceholderOf(hold, runner) {
+	if !contract.IsPlaceholderOf(hold, runner) {
 		t.Fatalf("r1-hold is not r1's placeholder: %+v", hold.ObjectMeta)
 	}
 	if got, want := hold.Spec.Containers[0].Resources.Requests[v1.ResourceCPU], resource.MustParse("1"); got.Cmp(want) != 0 {
@@ -124,7 +125,7 @@ func TestPlaceholderLifecycle(t *testing.T) {
 
 // The current mode keeps reservations in memory: no placeholder is wanted.
 func TestNoPlaceholderInMemoryMode(t *testing.T) {
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	for mode, want := range map[string]bool{config.ReservationModeMemory: false, config.ReservationModePods: true} {
 		t.Run(mode, func(t *testing.T) {
 			args := defaultArgs()
@@ -143,7 +144,7 @@ func TestNoPlaceholderInMemoryMode(t *testing.T) {
 // runner is told once.
 func TestLostPlaceholderIsRecreated(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
 	pl.sh.holds.recheck = 10 * time.Millisecond
 
@@ -168,12 +169,12 @@ func TestLostPlaceholderIsRecreated(t *testing.T) {
 	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil && creates() > before })
 	var lost int
 	for _, e := range drainEvents(h) {
-		if strings.Contains(e, ReasonPlaceholderLost) {
+		if strings.Contains(e, contract.ReasonPlaceholderLost) {
 			lost++
 		}
 	}
 	if lost != 1 {
-		t.Errorf("%d %s events, want 1", lost, ReasonPlaceholderLost)
+		t.Errorf("%d %s events, want 1", lost, contract.ReasonPlaceholderLost)
 	}
 }
 
@@ -183,7 +184,7 @@ func TestLostPlaceholderIsRecreated(t *testing.T) {
 // pending, and at Permit the pod waits until the placeholder is deleted.
 func TestPlaceholderHandoverAtPermit(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	wf := workflowPod("r1").SchedulerName("test").Req(units("1")).Obj()
 	pl, h := newTestPlugin(t, podsModeArgs(), true, runner, wf)
 	hold := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
@@ -363,7 +364,7 @@ func TestFailedPlaceholderIsReplaced(t *testing.T) {
 // placeholders of runners bound before, and workflow pods waited behind
 // them. It deletes those it finds.
 func TestMemoryModeDeletesPlaceholdersItFinds(t *testing.T) {
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	_, h := newTestPlugin(t, defaultArgs(), true, runner, placeholderOf(runner, "1"))
 	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p == nil })
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -35,22 +36,6 @@ const (
 
 	preFilterStateKey = "PreFilter" + Name
 	reserveStateKey   = "Reserve" + Name
-
-	// ErrReasonPairDoesNotFit is the Filter reason for a runner whose
-	// workflow pod would not fit next to it.
-	ErrReasonPairDoesNotFit = "node(s) can't fit runner and workflow pod together"
-	// ErrReasonRoomReserved is the Filter reason for a pod that would need
-	// room held for a workflow pod.
-	ErrReasonRoomReserved = "node(s) have their remaining room reserved for workflow pods"
-	// ErrReasonWorkflowDoesNotFit is the Filter reason for a workflow pod
-	// larger than its reservation plus the node's free room.
-	ErrReasonWorkflowDoesNotFit = "node(s) can't fit workflow pod beyond its reservation"
-	// ErrReasonPortsTaken is the Filter reason for a runner whose workflow
-	// pod's host ports are in use or held on the node.
-	ErrReasonPortsTaken = "node(s) have the workflow pod's host ports in use or reserved"
-	// ErrReasonPortReserved is the Filter reason for a pod asking for a
-	// host port held for a workflow pod.
-	ErrReasonPortReserved = "node(s) have the pod's host port reserved for a workflow pod"
 )
 
 // Defaults for args built in code (decoded args are defaulted to the same).
@@ -175,7 +160,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		pl.noWorkflowPodGrace = d
 	}
 	for _, p := range args.DefaultHostPorts {
-		hp, err := config.ParseHostPort(p)
+		hp, err := contract.ParseHostPort(p)
 		if err != nil {
 			return nil, fmt.Errorf("defaultHostPorts: %w", err)
 		}
@@ -257,12 +242,12 @@ type preFilterState struct {
 	// runner: the workflow pod's size (step headroom included) and where
 	// it came from, the headroom, the host ports to hold, the hook mode.
 	workflow amount
-	source   Source
+	source   contract.Source
 	step     amount
-	ports    []config.HostPort
+	ports    []contract.HostPort
 	hookMode string
 	// hostPorts are the host ports the pod itself asks for.
-	hostPorts []config.HostPort
+	hostPorts []contract.HostPort
 	// rejected is set when this plugin's Filter turned the pod away from
 	// some node: only then can the plugin's releases of room help it, and
 	// only then does PostFilter remember it for activation.
@@ -323,10 +308,10 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	logger := klog.FromContext(ctx)
 	// Only the leader schedules.
 	pl.sh.leader.Lead()
-	if isPairPod(pod) {
+	if contract.IsPairPod(pod) {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, truncate(fmt.Sprintf(
 			"pair pod of runner %s: it stands for the runner and its workflow pod for cluster autoscalers and is never bound",
-			klog.KRef(pod.Namespace, pod.Annotations[PairOfAnnotation]))))
+			klog.KRef(pod.Namespace, pod.Annotations[contract.PairOfAnnotation]))))
 	}
 	if !pl.synced() {
 		logger.V(2).Info("Waiting for reservations to be rebuilt before scheduling", "pod", klog.KObj(pod))
@@ -384,8 +369,8 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		}
 		if why != "" {
 			logger.V(2).Info("Workflow pod claims no reservation; scheduling it as an ordinary pod", "pod", klog.KObj(pod), "reason", why)
-			if pl.sh.firstWarning(pod.UID, ReasonNoReservation) {
-				pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonNoReservation, "Scheduling",
+			if pl.sh.firstWarning(pod.UID, contract.ReasonNoReservation) {
+				pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoReservation, "Scheduling",
 					"Scheduled as an ordinary pod: %s", why)
 			}
 		}
@@ -409,11 +394,11 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		}
 		for _, p := range sz.problems {
 			logger.V(2).Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonInvalidWorkflowSize, "Scheduling", truncate(p.Error()))
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonInvalidWorkflowSize, "Scheduling", truncate(p.Error()))
 		}
 		if sz.notice != "" {
 			logger.V(2).Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.notice)
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonIncompleteHookTemplate, "Scheduling", truncate(sz.notice))
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIncompleteHookTemplate, "Scheduling", truncate(sz.notice))
 		}
 		switch {
 		case !sz.workflow.isZero():
@@ -426,14 +411,14 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 				"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.problems))))
 		default:
 			logger.V(2).Info("Runner has no workflow size source; scheduling it without a reservation", "pod", klog.KObj(pod))
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonNoWorkflowSize, "Scheduling",
-				"No workflow pod size known: set annotation %s, a hook template with resources, or defaultWorkflowRequests; scheduled without a reservation", WorkflowRequestsAnnotation)
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoWorkflowSize, "Scheduling",
+				"No workflow pod size known: set annotation %s, a hook template with resources, or defaultWorkflowRequests; scheduled without a reservation", contract.WorkflowRequestsAnnotation)
 		}
-	} else if _, annotated := pod.Annotations[WorkflowRequestsAnnotation]; annotated && s.kind == kindOther {
+	} else if _, annotated := pod.Annotations[contract.WorkflowRequestsAnnotation]; annotated && s.kind == kindOther {
 		logger.V(2).Info("Pod carries the workflow size annotation but is not a runner; ignoring it", "pod", klog.KObj(pod))
-		if pl.sh.firstWarning(pod.UID, ReasonIgnoredAnnotation) {
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, ReasonIgnoredAnnotation, "Scheduling",
-				"Annotation %s ignored: the pod does not match the runner selector of profile %s", WorkflowRequestsAnnotation, pl.profile)
+		if pl.sh.firstWarning(pod.UID, contract.ReasonIgnoredAnnotation) {
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIgnoredAnnotation, "Scheduling",
+				"Annotation %s ignored: the pod does not match the runner selector of profile %s", contract.WorkflowRequestsAnnotation, pl.profile)
 		}
 	}
 	if s.kind == kindOther && pl.store.empty() && !pl.sh.anyNominated() && pl.fit == nil {
@@ -469,26 +454,26 @@ func (pl *WorkflowReservation) filter(s *preFilterState, nodeInfo fwk.NodeInfo) 
 	held := pl.held(s, nodeInfo)
 	if len(held.ports) > 0 && portConflict(s.hostPorts, nodeInfo, held.ports) && !portConflict(s.hostPorts, nodeInfo, nil) {
 		// Ports the node's pods use are NodePorts' to report.
-		return fwk.NewStatus(fwk.Unschedulable, ErrReasonPortReserved)
+		return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonPortReserved)
 	}
 	switch s.kind {
 	case kindRunner:
 		if !fits(s.request.add(s.workflow), held.amount, nodeInfo) {
-			return fwk.NewStatus(fwk.Unschedulable, ErrReasonPairDoesNotFit)
+			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonPairDoesNotFit)
 		}
 		if portConflict(s.ports, nodeInfo, held.ports) {
-			return fwk.NewStatus(fwk.Unschedulable, ErrReasonPortsTaken)
+			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonPortsTaken)
 		}
 	case kindWorkflow:
 		if !fits(s.request, held.amount, nodeInfo) {
-			return fwk.NewStatus(fwk.Unschedulable, ErrReasonWorkflowDoesNotFit)
+			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonWorkflowDoesNotFit)
 		}
 	default:
 		if held.amount.isZero() {
 			return nil
 		}
 		if !fits(s.request, held.amount, nodeInfo) {
-			return fwk.NewStatus(fwk.Unschedulable, ErrReasonRoomReserved)
+			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonRoomReserved)
 		}
 	}
 	return nil
@@ -511,7 +496,7 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 		if s.kind == kindRunner && pl.pairPods {
 			// Some node turned the runner away for its workflow pod only:
 			// an autoscaler would judge the runner schedulable there.
-			pl.sh.pairs.ask(pod, pairPodFor(pod, s.request, s.workflow, append(append([]config.HostPort(nil), s.hostPorts...), s.ports...), pl.placeholderImage))
+			pl.sh.pairs.ask(pod, pairPodFor(pod, s.request, s.workflow, append(append([]contract.HostPort(nil), s.hostPorts...), s.ports...), pl.placeholderImage))
 		}
 	}
 	logger := klog.FromContext(ctx)
@@ -661,11 +646,11 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 			logger.Info("Reserved room for the workflow pod", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String(), "source", s.source,
 				"stepRequests", s.step.String(), "hostPorts", portList(s.ports), "hookMode", s.hookMode)
 		}
-		pl.routineEvent(pod, ReasonReserved, "Reserve", func() string { return reservedNote(s, nodeName) })
+		pl.routineEvent(pod, contract.ReasonReserved, "Reserve", func() string { return reservedNote(s, nodeName) })
 	case kindWorkflow:
 		pl.observeClaim(s.own)
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName)
-		pl.routineEvent(pod, ReasonClaimed, "Claim", func() string {
+		pl.routineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
 			return fmt.Sprintf("Claimed the reservation of runner %s on node %s", s.runner.Name, nodeName)
 		})
 	}
@@ -696,7 +681,7 @@ func reservedNote(s *preFilterState, node string) string {
 }
 
 // portList is ports as "6379/TCP,8080/TCP".
-func portList(ports []config.HostPort) string {
+func portList(ports []contract.HostPort) string {
 	out := make([]string, 0, len(ports))
 	for _, p := range ports {
 		out = append(out, p.String())

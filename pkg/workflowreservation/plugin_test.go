@@ -14,6 +14,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 var threeUnits = st.MakeNode().Name("n1").Capacity(units("3")).Obj()
@@ -21,7 +23,7 @@ var threeUnits = st.MakeNode().Name("n1").Capacity(units("3")).Obj()
 func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "arc", Name: name} }
 
 func oneUnitReservation(runner string) *reservation {
-	return &reservation{runner: key(runner), runnerUID: types.UID(runner), node: "n1", size: amount{MilliCPU: 1000, Pods: 1}, source: SourceAnnotation}
+	return &reservation{runner: key(runner), runnerUID: types.UID(runner), node: "n1", size: amount{MilliCPU: 1000, Pods: 1}, source: contract.SourceAnnotation}
 }
 
 func TestPreFilter(t *testing.T) {
@@ -44,12 +46,12 @@ func TestPreFilter(t *testing.T) {
 			wantKind:     kindOther,
 		},
 		"runner sized by annotation": {
-			pod:          runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			pod:          runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
 			wantKind:     kindRunner,
 			wantWorkflow: "cpu=1",
 		},
 		"runner whose only source is malformed: unresolvable with the reason": {
-			pod:      runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=").Obj(),
+			pod:      runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=").Obj(),
 			wantCode: fwk.UnschedulableAndUnresolvable,
 			wantMsg:  "runner arc/r1: the size of its workflow pod is unknown",
 		},
@@ -132,27 +134,27 @@ func TestFilter(t *testing.T) {
 		wantReason   string
 	}{
 		"runner: pair fits on an empty node": {
-			pod: runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).Obj(),
+			pod: runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).Obj(),
 		},
 		"runner: pair does not fit next to another pair": {
-			pod:          runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).Obj(),
+			pod:          runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
 			reservations: []*reservation{oneUnitReservation("r1")},
-			wantReason:   ErrReasonPairDoesNotFit,
+			wantReason:   contract.ErrReasonPairDoesNotFit,
 		},
 		"runner: a claimed reservation and its workflow pod are counted once": {
-			pod:          runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			pod:          runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
 			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
 			reservations: []*reservation{claimed},
 		},
 		"runner: just over the room left": {
-			pod:          runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=1").Req(units("1m")).Obj(),
+			pod:          runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Req(units("1m")).Obj(),
 			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
 			reservations: []*reservation{claimed},
-			wantReason:   ErrReasonPairDoesNotFit,
+			wantReason:   contract.ErrReasonPairDoesNotFit,
 		},
 		"runner: pods limit counts the workflow pod": {
-			pod: runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			pod: runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
 			nodePods: func() []*v1.Pod {
 				var pods []*v1.Pod
 				for i := 0; i < 31; i++ {
@@ -160,24 +162,24 @@ func TestFilter(t *testing.T) {
 				}
 				return pods
 			}(),
-			wantReason: ErrReasonPairDoesNotFit,
+			wantReason: contract.ErrReasonPairDoesNotFit,
 		},
 		"runner: an extended resource reserved by another runner is not free": {
-			pod:  runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "nvidia.com/gpu=1").Obj(),
+			pod:  runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "nvidia.com/gpu=1").Obj(),
 			node: st.MakeNode().Name("n1").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "3", "nvidia.com/gpu": "1"}).Obj(),
 			reservations: []*reservation{{runner: key("r1"), runnerUID: "r1", node: "n1",
 				size: amount{Pods: 1, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 1}}}},
-			wantReason: ErrReasonPairDoesNotFit,
+			wantReason: contract.ErrReasonPairDoesNotFit,
 		},
 		"runner: an extended resource fits": {
-			pod:  runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "nvidia.com/gpu=1").Obj(),
+			pod:  runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "nvidia.com/gpu=1").Obj(),
 			node: st.MakeNode().Name("n1").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "3", "nvidia.com/gpu": "1"}).Obj(),
 		},
 		"other pod: reserved room is not free": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("2")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
 			reservations: []*reservation{oneUnitReservation("r1")},
-			wantReason:   ErrReasonRoomReserved,
+			wantReason:   contract.ErrReasonRoomReserved,
 		},
 		"other pod: fits beside the reservation": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
@@ -193,7 +195,7 @@ func TestFilter(t *testing.T) {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("2")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
 			reservations: []*reservation{claimed},
-			wantReason:   ErrReasonRoomReserved,
+			wantReason:   contract.ErrReasonRoomReserved,
 		},
 		"workflow pod: its own reservation is free for it": {
 			pod:          workflowPod("r1").Req(units("2")).Obj(),
@@ -204,7 +206,7 @@ func TestFilter(t *testing.T) {
 			pod:          workflowPod("r1").Req(units("2")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
 			reservations: []*reservation{oneUnitReservation("r1"), oneUnitReservation("r2")},
-			wantReason:   ErrReasonWorkflowDoesNotFit,
+			wantReason:   contract.ErrReasonWorkflowDoesNotFit,
 		},
 	}
 	for name, tc := range tests {
@@ -245,7 +247,7 @@ func TestPostFilterMessage(t *testing.T) {
 		want         string
 	}{
 		"runner": {
-			pod:  runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1,memory=1Gi").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourceMemory: "512Mi"}).Obj(),
+			pod:  runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1,memory=1Gi").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourceMemory: "512Mi"}).Obj(),
 			want: "runner arc/r1 needs cpu=1,memory=512Mi and its workflow pod cpu=1,memory=1Gi (from annotation); no node has room for both",
 		},
 		"workflow pod": {
@@ -275,7 +277,7 @@ func TestPostFilterMessage(t *testing.T) {
 func TestReserveUnreserve(t *testing.T) {
 	ctx := context.Background()
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj()
+	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
 	cs := framework.NewCycleState()
 	if _, status := pl.PreFilter(ctx, cs, runner, nil); !status.IsSuccess() {
 		t.Fatalf("PreFilter: %v", status)
@@ -284,7 +286,7 @@ func TestReserveUnreserve(t *testing.T) {
 		t.Fatalf("Reserve: %v", status)
 	}
 	r, ok := pl.store.get(key("r1"))
-	if !ok || r.node != "n1" || r.size.String() != "cpu=1" || r.source != SourceAnnotation {
+	if !ok || r.node != "n1" || r.size.String() != "cpu=1" || r.source != contract.SourceAnnotation {
 		t.Fatalf("after Reserve got %+v (found %v), want cpu=1 on n1 from annotation", r, ok)
 	}
 
@@ -318,7 +320,7 @@ func TestReserveUnreserve(t *testing.T) {
 
 func TestBindRecordsReservation(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1,memory=1Gi").Obj()
+	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1,memory=1Gi").Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), false, runner)
 	cs := framework.NewCycleState()
 	pl.PreFilter(ctx, cs, runner, nil)
@@ -348,7 +350,7 @@ func TestBindRecordsReservation(t *testing.T) {
 	if err != nil || r == nil {
 		t.Fatalf("the binding carries no readable reservation: %v, %v", r, err)
 	}
-	if r.node != "n1" || r.size.String() != "cpu=1,memory=1Gi" || r.size.Pods != 1 || r.source != SourceAnnotation {
+	if r.node != "n1" || r.size.String() != "cpu=1,memory=1Gi" || r.size.Pods != 1 || r.source != contract.SourceAnnotation {
 		t.Errorf("recorded reservation = %+v, want cpu=1,memory=1Gi + 1 pod on n1 from annotation", r)
 	}
 
@@ -374,7 +376,7 @@ func TestBindRecordsReservation(t *testing.T) {
 // the shipped RBAC has no patch on pods.
 func TestPostBindWarnsWhenAnotherBinderBound(t *testing.T) {
 	ctx := context.Background()
-	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj()
+	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), false, runner)
 	cs := framework.NewCycleState()
 	pl.PreFilter(ctx, cs, runner, nil)
@@ -385,8 +387,8 @@ func TestPostBindWarnsWhenAnotherBinderBound(t *testing.T) {
 		t.Errorf("PostBind made an API call: %v", a)
 	}
 	events := strings.Join(drainEvents(h), "\n")
-	if !strings.Contains(events, "Warning "+ReasonNotRecorded) || !strings.Contains(events, "bind extension point") {
-		t.Errorf("events %q, want a Warning %s saying how to fix the profile", events, ReasonNotRecorded)
+	if !strings.Contains(events, "Warning "+contract.ReasonNotRecorded) || !strings.Contains(events, "bind extension point") {
+		t.Errorf("events %q, want a Warning %s saying how to fix the profile", events, contract.ReasonNotRecorded)
 	}
 }
 
@@ -397,13 +399,13 @@ func TestReservationFromPod(t *testing.T) {
 		wantErr string
 	}{
 		"no annotation":        {pod: runnerPod("r").Node("n1").Obj(), wantNil: true},
-		"not bound":            {pod: runnerPod("r").Annotation(ReservationAnnotation, `{"node":"n1"}`).Obj(), wantNil: true},
-		"garbage":              {pod: runnerPod("r").Node("n1").Annotation(ReservationAnnotation, `{`).Obj(), wantErr: "annotation tandem.dev/reservation"},
-		"node mismatch":        {pod: runnerPod("r").Node("n2").Annotation(ReservationAnnotation, `{"node":"n1","runnerUID":"r"}`).Obj(), wantErr: `names node "n1" but the pod is bound to "n2"`},
-		"valid":                {pod: runnerPod("r").Node("n1").Annotation(ReservationAnnotation, `{"node":"n1","requests":{"cpu":"1","pods":"1"},"source":"default","runnerUID":"r"}`).Obj()},
-		"another pod's record": {pod: runnerPod("r").Node("n1").Annotation(ReservationAnnotation, `{"node":"n1","requests":{"cpu":"1"},"runnerUID":"q"}`).Obj(), wantErr: `recorded for pod UID "q"`},
-		"no requests":          {pod: runnerPod("r").Node("n1").Annotation(ReservationAnnotation, `{"node":"n1","requests":{},"runnerUID":"r"}`).Obj(), wantErr: "holds no valid requests"},
-		"negative requests":    {pod: runnerPod("r").Node("n1").Annotation(ReservationAnnotation, `{"node":"n1","requests":{"cpu":"-1"},"runnerUID":"r"}`).Obj(), wantErr: "holds no valid requests"},
+		"not bound":            {pod: runnerPod("r").Annotation(contract.ReservationAnnotation, `{"node":"n1"}`).Obj(), wantNil: true},
+		"garbage":              {pod: runnerPod("r").Node("n1").Annotation(contract.ReservationAnnotation, `{`).Obj(), wantErr: "annotation tandem.dev/reservation"},
+		"node mismatch":        {pod: runnerPod("r").Node("n2").Annotation(contract.ReservationAnnotation, `{"node":"n1","runnerUID":"r"}`).Obj(), wantErr: `names node "n1" but the pod is bound to "n2"`},
+		"valid":                {pod: runnerPod("r").Node("n1").Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"1","pods":"1"},"source":"default","runnerUID":"r"}`).Obj()},
+		"another pod's record": {pod: runnerPod("r").Node("n1").Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"1"},"runnerUID":"q"}`).Obj(), wantErr: `recorded for pod UID "q"`},
+		"no requests":          {pod: runnerPod("r").Node("n1").Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{},"runnerUID":"r"}`).Obj(), wantErr: "holds no valid requests"},
+		"negative requests":    {pod: runnerPod("r").Node("n1").Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"-1"},"runnerUID":"r"}`).Obj(), wantErr: "holds no valid requests"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -420,7 +422,7 @@ func TestReservationFromPod(t *testing.T) {
 			if (r == nil) != tc.wantNil {
 				t.Fatalf("reservation = %+v, wantNil %v", r, tc.wantNil)
 			}
-			if r != nil && (r.size.MilliCPU != 1000 || r.size.Pods != 1 || r.source != SourceDefault) {
+			if r != nil && (r.size.MilliCPU != 1000 || r.size.Pods != 1 || r.source != contract.SourceDefault) {
 				t.Errorf("reservation = %+v", r)
 			}
 		})
@@ -436,13 +438,13 @@ func TestPostBindEvents(t *testing.T) {
 		want         string
 	}{
 		"runner: reserved": {
-			pod:  runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
-			want: "Normal " + ReasonReserved + " Reserved cpu=1 on node n1 for the workflow pod (size from annotation)",
+			pod:  runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			want: "Normal " + contract.ReasonReserved + " Reserved cpu=1 on node n1 for the workflow pod (size from annotation)",
 		},
 		"workflow pod: claimed": {
 			pod:          workflowPod("r1").Obj(),
 			reservations: []*reservation{oneUnitReservation("r1")},
-			want:         "Normal " + ReasonClaimed + " Claimed the reservation of runner r1 on node n1",
+			want:         "Normal " + contract.ReasonClaimed + " Claimed the reservation of runner r1 on node n1",
 		},
 	}
 	for name, tc := range tests {

@@ -8,6 +8,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 func podInfo(t *testing.T, pod *v1.Pod) fwk.PodInfo {
@@ -27,7 +29,7 @@ func TestPreFilterExtensions(t *testing.T) {
 	claimedWorkflow := workflowPod("r2").Req(units("1")).Node("n1").Obj()
 	claimed := oneUnitReservation("r2")
 	claimed.claimedBy = claimedWorkflow.UID
-	nominated := runnerPod("r3").Annotation(WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).NominatedNodeName("n1").Obj()
+	nominated := runnerPod("r3").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).NominatedNodeName("n1").Obj()
 
 	tests := map[string]struct {
 		nodePods []*v1.Pod

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -187,7 +188,7 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 		if pl.sh.wasReleased(pod.UID) {
 			continue
 		}
-		if _, recorded := pod.Annotations[ReservationAnnotation]; recorded {
+		if _, recorded := pod.Annotations[contract.ReservationAnnotation]; recorded {
 			// A valid record is the handlers' to rebuild; an invalid one
 			// (another pod's, or one of an older build without runnerUID)
 			// holds nothing, and the runner is sized again below.
@@ -229,7 +230,7 @@ func (pl *WorkflowReservation) repaired(logger klog.Logger, pod *v1.Pod, kind, m
 	if pl.sh.leader.IsLeader() {
 		metrics.Repairs.WithLabelValues(pl.sh.feederProfile(), kind).Inc()
 	}
-	pl.event(pod, v1.EventTypeWarning, ReasonRepaired, "Reconcile", truncate(message))
+	pl.event(pod, v1.EventTypeWarning, contract.ReasonRepaired, "Reconcile", truncate(message))
 }
 
 // stub stands for a runner pod that is gone, as the object of an event.

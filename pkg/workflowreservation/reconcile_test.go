@@ -10,6 +10,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -18,7 +19,7 @@ import (
 // store behind the handlers' back, as a missed informer event would.
 func TestReconcile(t *testing.T) {
 	runner := func(name string) *st.PodWrapper {
-		return runnerPod(name).Node("n1").Annotation(ReservationAnnotation, recordedFor(name))
+		return runnerPod(name).Node("n1").Annotation(contract.ReservationAnnotation, recordedFor(name))
 	}
 	tests := map[string]struct {
 		objs []runtime.Object
@@ -47,7 +48,7 @@ func TestReconcile(t *testing.T) {
 			wantRepair: repairRunnerGone,
 		},
 		"node gone": {
-			objs: []runtime.Object{runnerPod("r9").Node("n9").Annotation(ReservationAnnotation, strings.Replace(recordedFor("r9"), `"n1"`, `"n9"`, 1)).Obj()},
+			objs: []runtime.Object{runnerPod("r9").Node("n9").Annotation(contract.ReservationAnnotation, strings.Replace(recordedFor("r9"), `"n1"`, `"n9"`, 1)).Obj()},
 			drift: func(pl *WorkflowReservation) {
 				r := oneUnitReservation("r9")
 				r.node, r.bound = "n9", true
@@ -99,8 +100,8 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		"runner bound with a record of an older build (no runnerUID)": {
-			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(WorkflowRequestsAnnotation, "cpu=2").
-				Annotation(ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation"}`).Obj()},
+			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").
+				Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation"}`).Obj()},
 			drift:      func(pl *WorkflowReservation) { pl.store.remove(key("r1"), "") },
 			wantRepair: repairRecovered,
 			check: func(t *testing.T, pl *WorkflowReservation) {
@@ -110,7 +111,7 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		"runner bound without a record": {
-			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(WorkflowRequestsAnnotation, "cpu=2").Obj()},
+			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Obj()},
 			drift: func(pl *WorkflowReservation) {
 				pl.store.remove(key("r1"), "")
 			},
@@ -134,8 +135,8 @@ func TestReconcile(t *testing.T) {
 			if after-before != 1 {
 				t.Errorf("repairs_total{kind=%s} grew by %v, want 1", tc.wantRepair, after-before)
 			}
-			if events := strings.Join(drainEvents(h), "\n"); !strings.Contains(events, "Warning "+ReasonRepaired) {
-				t.Errorf("events %q, want a Warning %s", events, ReasonRepaired)
+			if events := strings.Join(drainEvents(h), "\n"); !strings.Contains(events, "Warning "+contract.ReasonRepaired) {
+				t.Errorf("events %q, want a Warning %s", events, contract.ReasonRepaired)
 			}
 			if tc.check != nil {
 				tc.check(t, pl)
@@ -155,7 +156,7 @@ func TestReconcile(t *testing.T) {
 // reconciler's first pass, when the replica starts leading, sees the
 // finished pod through the API.
 func TestReconcileFinishedWorkflowPodBeforeRestart(t *testing.T) {
-	r1 := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	r1 := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	finished := workflowPod("r1").Node("n1").Phase(v1.PodSucceeded).Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), true, r1, finished)
 	if r, ok := pl.store.get(key("r1")); !ok || !r.done {

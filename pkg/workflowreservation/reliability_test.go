@@ -15,6 +15,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
@@ -58,7 +59,7 @@ func boundWithRecord(t *testing.T, pl *WorkflowReservation, pod *v1.Pod, node st
 	if bound.Annotations == nil {
 		bound.Annotations = map[string]string{}
 	}
-	bound.Annotations[ReservationAnnotation] = value
+	bound.Annotations[contract.ReservationAnnotation] = value
 	return bound
 }
 
@@ -70,7 +71,7 @@ func boundWithRecord(t *testing.T, pl *WorkflowReservation, pod *v1.Pod, node st
 func TestStaleWorkflowPodOfEarlierIncarnation(t *testing.T) {
 	ctx := context.Background()
 	logger, _ := ktesting.NewTestContext(t)
-	newRunner := runnerPod("r1").UID("r1-new").CreationTimestamp(later).Annotation(WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).Obj()
+	newRunner := runnerPod("r1").UID("r1-new").CreationTimestamp(later).Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).Obj()
 	stale := workflowPod("r1").UID("stale").CreationTimestamp(earlier).Req(units("1")).Node("n1").Obj()
 
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
@@ -106,7 +107,7 @@ func TestStaleWorkflowPodOfEarlierIncarnation(t *testing.T) {
 // Defect 1, after a restart: the rebuilt reservation of the new runner is
 // not claimed by the failed incarnation's workflow pod either.
 func TestRebuildIgnoresStaleWorkflowPod(t *testing.T) {
-	runner := runnerPod("r1").UID("r1-new").CreationTimestamp(later).Node("n1").Annotation(ReservationAnnotation, recordedFor("r1-new")).Obj()
+	runner := runnerPod("r1").UID("r1-new").CreationTimestamp(later).Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1-new")).Obj()
 	stale := workflowPod("r1").UID("stale").CreationTimestamp(earlier).Node("n1").Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), true, runner, stale)
 	r, ok := pl.store.get(key("r1"))
@@ -124,7 +125,7 @@ func TestRebuildIgnoresStaleWorkflowPod(t *testing.T) {
 func TestBindCommittedButReportedFailed(t *testing.T) {
 	ctx := context.Background()
 	logger, _ := ktesting.NewTestContext(t)
-	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj()
+	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
 	cs := reserveRunner(t, pl, runner, "n1")
 
@@ -139,12 +140,12 @@ func TestBindCommittedButReportedFailed(t *testing.T) {
 // node than the one the store holds room on; the record on the pod wins.
 func TestRunnerBoundElsewhereThanReserved(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
-	runner := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj()
+	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
 	reserveRunner(t, pl, runner, "n1")
 	elsewhere := boundWithRecord(t, pl, runner, "n1")
 	elsewhere.Spec.NodeName = "n2"
-	elsewhere.Annotations[ReservationAnnotation] = strings.Replace(elsewhere.Annotations[ReservationAnnotation], `"node":"n1"`, `"node":"n2"`, 1)
+	elsewhere.Annotations[contract.ReservationAnnotation] = strings.Replace(elsewhere.Annotations[contract.ReservationAnnotation], `"node":"n1"`, `"node":"n2"`, 1)
 	pl.onPod(logger, elsewhere)
 	if r, _ := pl.store.get(key("r1")); r.node != "n2" {
 		t.Errorf("reservation on %q, want n2 where the runner is bound", r.node)
@@ -165,7 +166,7 @@ spec:
 		t.Fatal(err)
 	}
 	if got.Cpu().Cmp(resource.MustParse("2")) != 0 || got.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
-		t.Errorf("requests = %v, want cpu=2 memory=1Gi (requests default to limits)", formatResourceList(got))
+		t.Errorf("requests = %v, want cpu=2 memory=1Gi (requests default to limits)", contract.FormatResources(got))
 	}
 }
 
@@ -179,12 +180,12 @@ func TestZeroSizeIsNotAnAnswer(t *testing.T) {
 	fallback := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
 	for name, pod := range map[string]*v1.Pod{
 		"hook template without resources": withHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/empty.yaml"),
-		"annotation of zeros":             runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=0,memory=0").Obj(),
+		"annotation of zeros":             runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=0,memory=0").Obj(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := &sizer{configMaps: configMapLister(cm), defaultWorkflow: fallback}
 			got := s.size(pod)
-			if got.source != SourceDefault || got.workflow.String() != "cpu=1" {
+			if got.source != contract.SourceDefault || got.workflow.String() != "cpu=1" {
 				t.Errorf("size = %s from %q, want cpu=1 from the default", got.workflow, got.source)
 			}
 			if len(got.problems) != 1 {
@@ -198,7 +199,7 @@ func TestZeroSizeIsNotAnAnswer(t *testing.T) {
 func TestAnnotationAloneIsNotARunner(t *testing.T) {
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
 	pl.store.put(oneUnitReservation("r0"))
-	pod := st.MakePod().Namespace("arc").Name("x").UID("x").Annotation(WorkflowRequestsAnnotation, "cpu=64").Obj()
+	pod := st.MakePod().Namespace("arc").Name("x").UID("x").Annotation(contract.WorkflowRequestsAnnotation, "cpu=64").Obj()
 	cs := framework.NewCycleState()
 	if _, status := pl.PreFilter(context.Background(), cs, pod, nil); !status.IsSuccess() {
 		t.Fatalf("PreFilter: %v", status)
@@ -212,9 +213,9 @@ func TestAnnotationAloneIsNotARunner(t *testing.T) {
 // scheduled, or one recorded for another pod, holds nothing.
 func TestUntrustedRecordsAreIgnored(t *testing.T) {
 	tests := map[string]*v1.Pod{
-		"another scheduler's pod":  runnerPod("r1").SchedulerName("default-scheduler").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj(),
-		"not a runner":             st.MakePod().Namespace("arc").Name("r1").UID("r1").SchedulerName("test").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj(),
-		"recorded for another pod": runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("someone-else")).Obj(),
+		"another scheduler's pod":  runnerPod("r1").SchedulerName("default-scheduler").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj(),
+		"not a runner":             st.MakePod().Namespace("arc").Name("r1").UID("r1").SchedulerName("test").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj(),
+		"recorded for another pod": runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("someone-else")).Obj(),
 	}
 	for name, pod := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -231,7 +232,7 @@ func TestUntrustedRecordsAreIgnored(t *testing.T) {
 // say it finished.
 func TestTerminalRunnerDeliveredAsDelete(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
-	runner := runnerPod("r9").Node("n1").Annotation(ReservationAnnotation, recordedFor("r9")).Obj()
+	runner := runnerPod("r9").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r9")).Obj()
 	args := defaultArgs()
 	args.ReservationEvents = true // the release event says why
 	pl, h := newTestPlugin(t, args, true, runner)
@@ -279,7 +280,7 @@ func TestWorkflowUnreserveKeepsObservedClaim(t *testing.T) {
 func TestNodeDeletionReleaseSticks(t *testing.T) {
 	ctx := context.Background()
 	logger, _ := ktesting.NewTestContext(t)
-	runner := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	node := st.MakeNode().Name("n1").Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), true, runner, node)
 	if err := h.client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
@@ -299,7 +300,7 @@ func TestNodeDeletionReleaseSticks(t *testing.T) {
 func TestRebuildWorkflowPodFirst(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
 	wf := workflowPod("r1").Node("n1").Obj()
-	runner := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), false)
 	pl.useListerOf(t, h, wf, runner)
 	pl.onPod(logger, wf)
@@ -317,7 +318,7 @@ func TestStandbySaysNothing(t *testing.T) {
 	leader := leadership.New()
 	// Metrics are process-wide: a profile of its own for each run.
 	profile := fmt.Sprintf("standby-%d", time.Now().UnixNano())
-	runner := runnerPod("r1").SchedulerName(profile).Node("n1").Annotation(ReservationAnnotation, recordedFor("r1")).Obj()
+	runner := runnerPod("r1").SchedulerName(profile).Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	args := defaultArgs()
 	args.ReservationEvents = true // the routine claim event is the one a standby must not send
 	pl, h := newTestReplica(t, args, leader, profile, true, runner)

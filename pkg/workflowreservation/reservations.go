@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // reservation is capacity held on a node for a runner's future workflow pod.
@@ -39,8 +39,8 @@ type reservation struct {
 	step amount
 	// ports are the host ports the workflow pod will use, held until it
 	// arrives.
-	ports  []config.HostPort
-	source Source
+	ports  []contract.HostPort
+	source contract.Source
 	// hookMode is how the runner's hook places the workflow pod, as tandem
 	// read it from the runner pod (for events).
 	hookMode string

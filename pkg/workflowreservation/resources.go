@@ -1,14 +1,12 @@
 package workflowreservation
 
 import (
-	"fmt"
-	"sort"
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // amount is a bundle of resources in the units the scheduler accounts in:
@@ -141,12 +139,6 @@ func (a amount) isZero() bool {
 	return true
 }
 
-// equal reports whether a and b hold the same of every resource.
-func (a amount) equal(b amount) bool {
-	d := a.sub(b)
-	return d.isZero()
-}
-
 // negative reports whether any resource is below zero.
 func (a amount) negative() bool {
 	if a.MilliCPU < 0 || a.Memory < 0 || a.EphemeralStorage < 0 || a.Pods < 0 {
@@ -189,24 +181,7 @@ func (a amount) toList() v1.ResourceList {
 func (a amount) String() string {
 	rl := a.toList()
 	delete(rl, v1.ResourcePods)
-	return formatResourceList(rl)
-}
-
-func formatResourceList(rl v1.ResourceList) string {
-	names := make([]string, 0, len(rl))
-	for n := range rl {
-		names = append(names, string(n))
-	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
-		q := rl[v1.ResourceName(n)]
-		parts = append(parts, fmt.Sprintf("%s=%s", n, q.String()))
-	}
-	if len(parts) == 0 {
-		return "nothing"
-	}
-	return strings.Join(parts, ",")
+	return contract.FormatResources(rl)
 }
 
 // fits reports whether need fits into the node's free room once reserved

@@ -10,6 +10,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 )
 
@@ -23,7 +24,7 @@ func TestReserveKeepsBoundReservation(t *testing.T) {
 	ctx := context.Background()
 	logger := klogger(t)
 	pl, h := newTestPlugin(t, defaultArgs(), false)
-	pending := runnerPod("r1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj()
+	pending := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
 	pl.useListerOf(t, h)
 	reserveRunner(t, pl, pending, "n1")
 	pl.onPod(logger, boundWithRecord(t, pl, pending, "n1"))
@@ -45,9 +46,9 @@ func TestReserveKeepsBoundReservation(t *testing.T) {
 // even empty, holds nothing: a forged record would otherwise hold any
 // amount, past Filter.
 func TestRecordBeyondNodeIsIgnored(t *testing.T) {
-	forged := runnerPod("r1").Node("n1").Annotation(ReservationAnnotation,
+	forged := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation,
 		`{"node":"n1","requests":{"cpu":"1000","pods":"1"},"source":"annotation","runnerUID":"r1"}`).Obj()
-	oversized := runnerPod("r2").Node("n1").Annotation(WorkflowRequestsAnnotation, "cpu=1000").Obj()
+	oversized := runnerPod("r2").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1000").Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), true, threeUnits, forged, oversized)
 	if got := pl.store.list(); len(got) != 0 {
 		t.Errorf("reservations %+v, want none beyond a 3-cpu node", got)
@@ -57,7 +58,7 @@ func TestRecordBeyondNodeIsIgnored(t *testing.T) {
 // A nominated runner that goes frees the pair room AddPod protected.
 func TestHintNominatedRunnerDeleted(t *testing.T) {
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	deleted := runnerPod("r3").Annotation(WorkflowRequestsAnnotation, "cpu=1").NominatedNodeName("n1").Obj()
+	deleted := runnerPod("r3").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").NominatedNodeName("n1").Obj()
 	if got, _ := pl.isSchedulableAfterPodDeleted(klogger(t), st.MakePod().Name("p").Obj(), deleted, nil); got != fwk.Queue {
 		t.Errorf("hint = %v, want Queue", got)
 	}
@@ -120,7 +121,7 @@ func TestStaleJobRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := reservationFromPod(runnerPod("r1").Node("n1").Annotation(ReservationAnnotation, value).Obj())
+	back, err := reservationFromPod(runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, value).Obj())
 	if err != nil || back.staleJob != "j0" {
 		t.Fatalf("rebuilt %+v, %v; want staleJob j0", back, err)
 	}
@@ -137,7 +138,7 @@ func TestStaleJobRecorded(t *testing.T) {
 // A standby reconciles too, silently: it holds what the leader recovered,
 // so that a failover loses nothing.
 func TestStandbyHoldsRecovered(t *testing.T) {
-	runner := runnerPod("r1").SchedulerName("sb").Node("n1").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj()
+	runner := runnerPod("r1").SchedulerName("sb").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
 	pl, h := newTestReplica(t, defaultArgs(), leadership.New(), "sb", true, runner)
 	eventually(t, "the standby recovers the runner's reservation", func() bool { return !pl.store.empty() })
 	if got := drainEvents(h); len(got) != 0 {

@@ -10,6 +10,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 func TestScore(t *testing.T) {
@@ -50,7 +51,7 @@ func TestScore(t *testing.T) {
 		},
 		"a runner is scored with its workflow pod": {
 			strategy: config.MostAllocated,
-			pod:      runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=3").Req(units("1")).Obj(),
+			pod:      runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=3").Req(units("1")).Obj(),
 			want:     40,
 		},
 		"an unpinned workflow pod prefers its runner's node": {

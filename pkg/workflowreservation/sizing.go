@@ -17,40 +17,8 @@ import (
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	configvalidation "github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
-)
-
-const (
-	// WorkflowRequestsAnnotation on a runner pod states the size of its
-	// workflow pod, e.g. "cpu=2,memory=4Gi,nvidia.com/gpu=1". It wins over
-	// every other source.
-	WorkflowRequestsAnnotation = "tandem.dev/workflow-requests"
-	// StepRequestsAnnotation on a runner pod adds headroom for the
-	// container-step pods that run next to the workflow pod: a size, or
-	// "template" for the size of a step pod built from the hook template.
-	StepRequestsAnnotation = "tandem.dev/step-requests"
-	// HostPortsAnnotation on a runner pod declares the host ports its
-	// workflow pod will use ("6379,5432/TCP"): the hook turns every service
-	// port mapping into a hostPort. They are held with the reservation.
-	HostPortsAnnotation = "tandem.dev/host-ports"
-
-	// HookTemplateEnv names the runner container's environment variable
-	// that points at the hook template file.
-	HookTemplateEnv = "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"
-)
-
-// Source names where a reservation's size came from.
-type Source string
-
-// The sources of a reservation's size, in the order they are tried.
-const (
-	// SourceAnnotation is the runner's WorkflowRequestsAnnotation.
-	SourceAnnotation Source = "annotation"
-	// SourceHookTemplate is the runner's container hook template.
-	SourceHookTemplate Source = "hook-template"
-	// SourceDefault is the plugin args' defaultWorkflowRequests.
-	SourceDefault Source = "default"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // sizing is the outcome of resolving a runner's workflow size.
@@ -58,7 +26,7 @@ type sizing struct {
 	// workflow is the workflow pod's request (plus step headroom), or zero
 	// when no source answered.
 	workflow amount
-	source   Source
+	source   contract.Source
 	// problems are the sources that were meant to answer but could not,
 	// in order; each becomes a Warning event on the runner.
 	problems []error
@@ -68,9 +36,9 @@ type sizing struct {
 	// step is the headroom for container-step pods included in workflow
 	// (one pod included), zero for none; stepSource says where it came from.
 	step       amount
-	stepSource Source
+	stepSource contract.Source
 	// ports are the host ports the workflow pod will use.
-	ports []config.HostPort
+	ports []contract.HostPort
 	// intended is true when some source was configured (even if broken).
 	intended bool
 	// notListed is set when the runner's hook template is in a namespace
@@ -132,7 +100,7 @@ func findHookTemplate(pod *v1.Pod) (*hookTemplateRef, error) {
 		c := &pod.Spec.Containers[i]
 		var file string
 		for _, e := range c.Env {
-			if e.Name == HookTemplateEnv {
+			if e.Name == contract.HookTemplateEnv {
 				file = path.Clean(e.Value)
 			}
 		}
@@ -176,13 +144,6 @@ func volumeByName(pod *v1.Pod, name string) *v1.Volume {
 	return nil
 }
 
-// JobContainer is the hook template's name for the job container.
-const JobContainer = "$job"
-
-// StepFromTemplate is the value of StepRequestsAnnotation that sizes the step
-// headroom from the hook template.
-const StepFromTemplate = "template"
-
 // parsedTemplate is what a hook template says about the pods a hook builds.
 type parsedTemplate struct {
 	// workflow is the workflow pod's request: "$job" merged into the job
@@ -221,8 +182,8 @@ func parseHookTemplate(data string) (*parsedTemplate, error) {
 	stepPod := &v1.Pod{Spec: *tmpl.Spec.DeepCopy()}
 	stepPod.Spec.Containers = nil
 	for _, c := range tmpl.Spec.Containers {
-		out.hasJob = out.hasJob || c.Name == JobContainer
-		if c.Name == JobContainer || !strings.HasPrefix(c.Name, "$") {
+		out.hasJob = out.hasJob || c.Name == contract.JobContainer
+		if c.Name == contract.JobContainer || !strings.HasPrefix(c.Name, "$") {
 			stepPod.Spec.Containers = append(stepPod.Spec.Containers, *c.DeepCopy())
 		}
 	}
@@ -260,7 +221,7 @@ type sizer struct {
 	defaultWorkflow  v1.ResourceList
 	defaultStep      v1.ResourceList
 	stepFromTemplate bool
-	defaultPorts     []config.HostPort
+	defaultPorts     []contract.HostPort
 }
 
 // size resolves the workflow pod's size: annotation, then hook template,
@@ -286,16 +247,16 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 		return tmpl, tmplFound, tmplErr
 	}
 
-	if v, ok := pod.Annotations[WorkflowRequestsAnnotation]; ok {
+	if v, ok := pod.Annotations[contract.WorkflowRequestsAnnotation]; ok {
 		out.intended = true
 		rl, err := parseResourceList(v)
 		switch {
 		case err != nil:
-			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", WorkflowRequestsAnnotation, v, err))
+			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", contract.WorkflowRequestsAnnotation, v, err))
 		case amountFromList(rl).isZero():
-			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q asks for no resources", WorkflowRequestsAnnotation, v))
+			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q asks for no resources", contract.WorkflowRequestsAnnotation, v))
 		default:
-			workflow, out.source = rl, SourceAnnotation
+			workflow, out.source = rl, contract.SourceAnnotation
 		}
 	}
 	if workflow == nil {
@@ -307,43 +268,43 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 		case err != nil:
 			out.problems = append(out.problems, err)
 		case tried:
-			workflow, out.source = t.workflow, SourceHookTemplate
+			workflow, out.source = t.workflow, contract.SourceHookTemplate
 		}
 	}
 	if workflow == nil && len(s.defaultWorkflow) > 0 {
 		out.intended = true
-		workflow, out.source = s.defaultWorkflow, SourceDefault
+		workflow, out.source = s.defaultWorkflow, contract.SourceDefault
 	}
 	if workflow == nil {
 		return out
 	}
-	if out.source != SourceHookTemplate {
+	if out.source != contract.SourceHookTemplate {
 		out.notice = ""
 	}
 	out.workflow = amountFromList(workflow)
 	out.workflow.Pods = 1
 
-	step, stepSource := s.defaultStep, SourceDefault
+	step, stepSource := s.defaultStep, contract.SourceDefault
 	if len(step) == 0 && s.stepFromTemplate {
 		if t, found, err := template(); err == nil && found {
-			step, stepSource = t.step, SourceHookTemplate
+			step, stepSource = t.step, contract.SourceHookTemplate
 		}
 	}
-	if v, ok := pod.Annotations[StepRequestsAnnotation]; ok {
-		if strings.EqualFold(strings.TrimSpace(v), StepFromTemplate) {
+	if v, ok := pod.Annotations[contract.StepRequestsAnnotation]; ok {
+		if strings.EqualFold(strings.TrimSpace(v), contract.StepFromTemplate) {
 			t, found, err := template()
 			switch {
 			case err != nil:
-				out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", StepRequestsAnnotation, v, err))
+				out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", contract.StepRequestsAnnotation, v, err))
 			case !found:
-				out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: the runner names no hook template (%s)", StepRequestsAnnotation, v, HookTemplateEnv))
+				out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: the runner names no hook template (%s)", contract.StepRequestsAnnotation, v, contract.HookTemplateEnv))
 			default:
-				step, stepSource = t.step, SourceHookTemplate
+				step, stepSource = t.step, contract.SourceHookTemplate
 			}
 		} else if rl, err := parseResourceList(v); err != nil {
-			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", StepRequestsAnnotation, v, err))
+			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", contract.StepRequestsAnnotation, v, err))
 		} else {
-			step, stepSource = rl, SourceAnnotation
+			step, stepSource = rl, contract.SourceAnnotation
 		}
 	}
 	if extra := amountFromList(step); !extra.isZero() {
@@ -354,10 +315,10 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 	}
 
 	out.ports = s.defaultPorts
-	if v, ok := pod.Annotations[HostPortsAnnotation]; ok {
+	if v, ok := pod.Annotations[contract.HostPortsAnnotation]; ok {
 		ports, err := parseHostPorts(v)
 		if err != nil {
-			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", HostPortsAnnotation, v, err))
+			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", contract.HostPortsAnnotation, v, err))
 		} else {
 			out.ports = ports
 		}
@@ -399,22 +360,22 @@ func (s *sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, no
 		return nil, true, "", fmt.Errorf("%s: %w", where, err)
 	}
 	if amountFromList(t.workflow).isZero() {
-		return nil, true, "", fmt.Errorf("%s asks for no resources: give %s requests or limits", where, JobContainer)
+		return nil, true, "", fmt.Errorf("%s asks for no resources: give %s requests or limits", where, contract.JobContainer)
 	}
 	if !t.hasJob {
-		notice = fmt.Sprintf("%s has no %s container: the job container will request nothing, only its other containers (%s) are reserved", where, JobContainer, formatResourceList(t.workflow))
+		notice = fmt.Sprintf("%s has no %s container: the job container will request nothing, only its other containers (%s) are reserved", where, contract.JobContainer, contract.FormatResources(t.workflow))
 	}
 	return t, true, notice, nil
 }
 
 // parseHostPorts reads "PORT[/PROTOCOL][,...]".
-func parseHostPorts(s string) ([]config.HostPort, error) {
-	var out []config.HostPort
+func parseHostPorts(s string) ([]contract.HostPort, error) {
+	var out []contract.HostPort
 	for _, part := range strings.Split(s, ",") {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
-		p, err := config.ParseHostPort(part)
+		p, err := contract.ParseHostPort(part)
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 func TestParseResourceList(t *testing.T) {
@@ -105,7 +105,7 @@ func TestHookTemplateRequests(t *testing.T) {
 				return
 			}
 			if !equalLists(tc.want, got) {
-				t.Errorf("hookTemplateRequests = %v, want %v", formatResourceList(got), formatResourceList(tc.want))
+				t.Errorf("hookTemplateRequests = %v, want %v", contract.FormatResources(got), contract.FormatResources(tc.want))
 			}
 		})
 	}
@@ -128,7 +128,7 @@ func equalLists(a, b v1.ResourceList) bool {
 func withHookTemplate(pod *v1.Pod, cm, file string) *v1.Pod {
 	pod.Spec.Containers = []v1.Container{{
 		Name:         "runner",
-		Env:          []v1.EnvVar{{Name: HookTemplateEnv, Value: file}},
+		Env:          []v1.EnvVar{{Name: contract.HookTemplateEnv, Value: file}},
 		VolumeMounts: []v1.VolumeMount{{Name: "hook-template", MountPath: "/home/runner/pod-templates", ReadOnly: true}},
 	}}
 	pod.Spec.Volumes = []v1.Volume{{Name: "hook-template", VolumeSource: v1.VolumeSource{
@@ -141,7 +141,7 @@ func TestFindHookTemplate(t *testing.T) {
 	subPath := runnerPod("r").Obj()
 	subPath.Spec.Containers = []v1.Container{{
 		Name:         "runner",
-		Env:          []v1.EnvVar{{Name: HookTemplateEnv, Value: "/etc/hook/job.yaml"}},
+		Env:          []v1.EnvVar{{Name: contract.HookTemplateEnv, Value: "/etc/hook/job.yaml"}},
 		VolumeMounts: []v1.VolumeMount{{Name: "tmpl", MountPath: "/etc/hook/job.yaml", SubPath: "content"}},
 	}}
 	subPath.Spec.Volumes = []v1.Volume{{Name: "tmpl", VolumeSource: v1.VolumeSource{
@@ -204,38 +204,38 @@ func TestSize(t *testing.T) {
 		defaultWF      v1.ResourceList
 		defaultStep    v1.ResourceList
 		want           string
-		wantSource     Source
+		wantSource     contract.Source
 		wantProblems   []string
 		wantUnintended bool
 		// step headroom and host ports
 		stepFromTemplate bool
-		defaultPorts     []config.HostPort
+		defaultPorts     []contract.HostPort
 		wantStep         string
-		wantStepSource   Source
+		wantStepSource   contract.Source
 		wantPorts        string
 	}{
 		"annotation wins over template and default": {
-			pod:        withHookTemplate(runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=2").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
+			pod:        withHookTemplate(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
 			defaultWF:  v1.ResourceList{v1.ResourceCPU: resource.MustParse("7")},
 			want:       "cpu=2",
-			wantSource: SourceAnnotation,
+			wantSource: contract.SourceAnnotation,
 		},
 		"hook template": {
 			pod:        templated("default.yaml"),
 			want:       "cpu=3,memory=2816Mi",
-			wantSource: SourceHookTemplate,
+			wantSource: contract.SourceHookTemplate,
 		},
 		"malformed annotation falls through to the template": {
-			pod:          withHookTemplate(runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=lots").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
+			pod:          withHookTemplate(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=lots").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
 			want:         "cpu=3,memory=2816Mi",
-			wantSource:   SourceHookTemplate,
+			wantSource:   contract.SourceHookTemplate,
 			wantProblems: []string{`invalid quantity "lots"`},
 		},
 		"missing ConfigMap key falls through to the default": {
 			pod:          templated("other.yaml"),
 			defaultWF:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
 			want:         "cpu=1",
-			wantSource:   SourceDefault,
+			wantSource:   contract.SourceDefault,
 			wantProblems: []string{`has no key "other.yaml"`},
 		},
 		"unparsable template": {
@@ -248,58 +248,58 @@ func TestSize(t *testing.T) {
 		},
 		"nothing configured": {pod: runnerPod("r").Obj(), wantUnintended: true},
 		"step headroom from annotation beats the default": {
-			pod:         runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Annotation(StepRequestsAnnotation, "cpu=500m").Obj(),
+			pod:         runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Annotation(contract.StepRequestsAnnotation, "cpu=500m").Obj(),
 			defaultStep: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")},
 			want:        "cpu=1500m",
-			wantSource:  SourceAnnotation,
+			wantSource:  contract.SourceAnnotation,
 		},
 		"step headroom from the hook template, by annotation": {
-			pod:            withHookTemplate(runnerPod("r").Annotation(StepRequestsAnnotation, "template").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
+			pod:            withHookTemplate(runnerPod("r").Annotation(contract.StepRequestsAnnotation, "template").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
 			want:           "cpu=6,memory=5Gi",
-			wantSource:     SourceHookTemplate,
+			wantSource:     contract.SourceHookTemplate,
 			wantStep:       "cpu=3,memory=2304Mi",
-			wantStepSource: SourceHookTemplate,
+			wantStepSource: contract.SourceHookTemplate,
 		},
 		"step headroom from the hook template, by args; an explicit default wins": {
 			pod:            templated("default.yaml"),
 			defaultStep:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")},
 			want:           "cpu=3100m,memory=2816Mi",
-			wantSource:     SourceHookTemplate,
+			wantSource:     contract.SourceHookTemplate,
 			wantStep:       "cpu=100m",
-			wantStepSource: SourceDefault,
+			wantStepSource: contract.SourceDefault,
 		},
 		"step headroom from the hook template, by args": {
-			pod:              runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			pod:              runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
 			stepFromTemplate: true, // the runner has no template: no headroom
 			want:             "cpu=1",
-			wantSource:       SourceAnnotation,
+			wantSource:       contract.SourceAnnotation,
 		},
 		"step headroom from a template the runner does not name": {
-			pod:          runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Annotation(StepRequestsAnnotation, "Template").Obj(),
+			pod:          runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Annotation(contract.StepRequestsAnnotation, "Template").Obj(),
 			want:         "cpu=1",
-			wantSource:   SourceAnnotation,
+			wantSource:   contract.SourceAnnotation,
 			wantProblems: []string{"names no hook template"},
 		},
 		"host ports from annotation beat the default": {
-			pod:          runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Annotation(HostPortsAnnotation, "6379, 53/udp").Obj(),
-			defaultPorts: []config.HostPort{{Protocol: v1.ProtocolTCP, Port: 80}},
+			pod:          runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Annotation(contract.HostPortsAnnotation, "6379, 53/udp").Obj(),
+			defaultPorts: []contract.HostPort{{Protocol: v1.ProtocolTCP, Port: 80}},
 			want:         "cpu=1",
-			wantSource:   SourceAnnotation,
+			wantSource:   contract.SourceAnnotation,
 			wantPorts:    "6379/TCP,53/UDP",
 		},
 		"malformed host ports fall back to the default": {
-			pod:          runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Annotation(HostPortsAnnotation, "6379,http").Obj(),
-			defaultPorts: []config.HostPort{{Protocol: v1.ProtocolTCP, Port: 80}},
+			pod:          runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Annotation(contract.HostPortsAnnotation, "6379,http").Obj(),
+			defaultPorts: []contract.HostPort{{Protocol: v1.ProtocolTCP, Port: 80}},
 			want:         "cpu=1",
-			wantSource:   SourceAnnotation,
+			wantSource:   contract.SourceAnnotation,
 			wantPorts:    "80/TCP",
 			wantProblems: []string{`host port "http"`},
 		},
 		"default step headroom": {
-			pod:         runnerPod("r").Annotation(WorkflowRequestsAnnotation, "cpu=1").Obj(),
+			pod:         runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
 			defaultStep: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")},
 			want:        "cpu=1,memory=1Gi",
-			wantSource:  SourceAnnotation,
+			wantSource:  contract.SourceAnnotation,
 		},
 	}
 	for name, tc := range tests {
@@ -344,7 +344,7 @@ func TestSize(t *testing.T) {
 	}
 }
 
-func portStrings(ports []config.HostPort) []string {
+func portStrings(ports []contract.HostPort) []string {
 	var out []string
 	for _, p := range ports {
 		out = append(out, p.String())

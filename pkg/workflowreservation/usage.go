@@ -8,7 +8,7 @@ import (
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // What a reservation still holds on a node depends on which of its runner's
@@ -41,11 +41,11 @@ type runnerPods struct {
 // heldRoom is what the reservations on a node hold against a pod.
 type heldRoom struct {
 	amount amount
-	ports  []config.HostPort
+	ports  []contract.HostPort
 }
 
 // holds returns what r still holds, given its runner's pods on the node.
-func (r *reservation) holds(on runnerPods) (amount, []config.HostPort) {
+func (r *reservation) holds(on runnerPods) (amount, []contract.HostPort) {
 	a, ports := r.holdsWithoutPlaceholder(on)
 	if !on.hasPlaceholder {
 		return a, ports
@@ -53,7 +53,7 @@ func (r *reservation) holds(on runnerPods) (amount, []config.HostPort) {
 	return a.sub(on.placeholder).atLeastZero(), ports
 }
 
-func (r *reservation) holdsWithoutPlaceholder(on runnerPods) (amount, []config.HostPort) {
+func (r *reservation) holdsWithoutPlaceholder(on runnerPods) (amount, []contract.HostPort) {
 	switch {
 	case r.done:
 		return amount{}, nil
@@ -139,8 +139,8 @@ func (pl *WorkflowReservation) runnerPodsOn(rs []*reservation, nodeInfo fwk.Node
 	clear(on)
 	for _, pi := range nodeInfo.GetPods() {
 		p := pi.GetPod()
-		if IsPlaceholder(p) {
-			i := find(rs, p.Namespace, p.Annotations[PlaceholderOfAnnotation])
+		if contract.IsPlaceholder(p) {
+			i := find(rs, p.Namespace, p.Annotations[contract.PlaceholderOfAnnotation])
 			if i >= 0 && metav1.GetControllerOf(p).UID == rs[i].runnerUID {
 				on[i].placeholder = on[i].placeholder.add(amountOfPodInfo(pi))
 				on[i].hasPlaceholder = true
@@ -190,8 +190,8 @@ func (pl *WorkflowReservation) runnerNameOf(p *v1.Pod) (name string, viaJob bool
 type jobLister = batchlisters.JobLister
 
 // podHostPorts returns the host ports pod asks for.
-func podHostPorts(pod *v1.Pod) []config.HostPort {
-	var out []config.HostPort
+func podHostPorts(pod *v1.Pod) []contract.HostPort {
+	var out []contract.HostPort
 	add := func(cs []v1.Container) {
 		for _, c := range cs {
 			for _, p := range c.Ports {
@@ -200,7 +200,7 @@ func podHostPorts(pod *v1.Pod) []config.HostPort {
 					if proto == "" {
 						proto = v1.ProtocolTCP
 					}
-					out = append(out, config.HostPort{Protocol: proto, Port: p.HostPort})
+					out = append(out, contract.HostPort{Protocol: proto, Port: p.HostPort})
 				}
 			}
 		}
@@ -212,7 +212,7 @@ func podHostPorts(pod *v1.Pod) []config.HostPort {
 
 // portConflict reports whether a port of want is used by the node's pods
 // or held in held.
-func portConflict(want []config.HostPort, nodeInfo fwk.NodeInfo, held []config.HostPort) bool {
+func portConflict(want []contract.HostPort, nodeInfo fwk.NodeInfo, held []contract.HostPort) bool {
 	if len(want) == 0 {
 		return false
 	}

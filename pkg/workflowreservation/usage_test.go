@@ -16,19 +16,19 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
-var redis = config.HostPort{Protocol: v1.ProtocolTCP, Port: 6379}
+var redis = contract.HostPort{Protocol: v1.ProtocolTCP, Port: 6379}
 
 // withStep is r1's reservation of 3 cpu: 2 for the workflow pod, 1 of
 // headroom for step pods (and a pod each), holding port 6379.
 func withStep() *reservation {
 	return &reservation{
-		runner: key("r1"), runnerUID: "r1", node: "n1", source: SourceAnnotation,
+		runner: key("r1"), runnerUID: "r1", node: "n1", source: contract.SourceAnnotation,
 		size:  amount{MilliCPU: 3000, Pods: 2},
 		step:  amount{MilliCPU: 1000, Pods: 1},
-		ports: []config.HostPort{redis},
+		ports: []contract.HostPort{redis},
 	}
 }
 
@@ -54,12 +54,12 @@ func TestWhatAReservationHolds(t *testing.T) {
 		pods      []*v1.Pod
 		wantCPU   int64
 		wantPods  int64
-		wantPorts []config.HostPort
+		wantPorts []contract.HostPort
 	}{
-		"before the workflow pod: all of it, ports too": {wantCPU: 3000, wantPods: 2, wantPorts: []config.HostPort{redis}},
+		"before the workflow pod: all of it, ports too": {wantCPU: 3000, wantPods: 2, wantPorts: []contract.HostPort{redis}},
 		"workflow pod arrived: the step headroom":       {pods: []*v1.Pod{wf("2")}, wantCPU: 1000, wantPods: 1},
 		"claimed by the scheduler, in the snapshot":     {claimedBy: "r1-workflow", pods: []*v1.Pod{wf("2")}, wantCPU: 1000, wantPods: 1},
-		"claimed, not in this snapshot yet: no gap":     {claimedBy: "r1-workflow", wantCPU: 3000, wantPods: 2, wantPorts: []config.HostPort{redis}},
+		"claimed, not in this snapshot yet: no gap":     {claimedBy: "r1-workflow", wantCPU: 3000, wantPods: 2, wantPorts: []contract.HostPort{redis}},
 		"a larger workflow pod eats into the headroom":  {pods: []*v1.Pod{wf("2500m")}, wantCPU: 500, wantPods: 1},
 		"a smaller workflow pod leaves the headroom":    {pods: []*v1.Pod{wf("1")}, wantCPU: 1000, wantPods: 1},
 		"a step pod (hooks v0.8) uses the headroom":     {claimedBy: "r1-workflow", pods: []*v1.Pod{wf("2"), stepPod("750m")}, wantCPU: 250},
@@ -98,7 +98,7 @@ func TestFilterStepsAndPorts(t *testing.T) {
 	}{
 		"another pod cannot take the step headroom": {
 			pod: st.MakePod().Namespace("arc").Name("p").Req(units("2")).Obj(), res: claimed(),
-			nodePods: []*v1.Pod{workflow}, wantKind: kindOther, wantReason: ErrReasonRoomReserved,
+			nodePods: []*v1.Pod{workflow}, wantKind: kindOther, wantReason: contract.ErrReasonRoomReserved,
 		},
 		"a step pod (hooks v0.8, labelled) may": {
 			pod: st.MakePod().Namespace("arc").Name("s").UID("s").Label("runner-pod", "r1").Req(units("2")).Obj(), res: claimed(),
@@ -119,19 +119,19 @@ func TestFilterStepsAndPorts(t *testing.T) {
 		},
 		"a pod asking for a held host port": {
 			pod: st.MakePod().Namespace("arc").Name("p").ContainerPort([]v1.ContainerPort{{ContainerPort: 6379, HostPort: 6379}}).Obj(), res: withStep(),
-			wantKind: kindOther, wantReason: ErrReasonPortReserved,
+			wantKind: kindOther, wantReason: contract.ErrReasonPortReserved,
 		},
 		"a runner whose ports another reservation holds": {
-			pod: runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=100m").Annotation(HostPortsAnnotation, "6379").Obj(), res: withStep(),
-			wantKind: kindRunner, wantReason: ErrReasonPortsTaken,
+			pod: runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=100m").Annotation(contract.HostPortsAnnotation, "6379").Obj(), res: withStep(),
+			wantKind: kindRunner, wantReason: contract.ErrReasonPortsTaken,
 		},
 		"a runner whose ports a running pod uses": {
-			pod:      runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=100m").Annotation(HostPortsAnnotation, "6379").Obj(),
+			pod:      runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=100m").Annotation(contract.HostPortsAnnotation, "6379").Obj(),
 			nodePods: []*v1.Pod{st.MakePod().Namespace("x").Name("redis").ContainerPort([]v1.ContainerPort{{ContainerPort: 6379, HostPort: 6379}}).Node("n1").Obj()},
-			wantKind: kindRunner, wantReason: ErrReasonPortsTaken,
+			wantKind: kindRunner, wantReason: contract.ErrReasonPortsTaken,
 		},
 		"a runner with other ports": {
-			pod: runnerPod("r2").Annotation(WorkflowRequestsAnnotation, "cpu=100m").Annotation(HostPortsAnnotation, "5432").Obj(), res: withStep(),
+			pod: runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=100m").Annotation(contract.HostPortsAnnotation, "5432").Obj(), res: withStep(),
 			wantKind: kindRunner,
 		},
 		"the workflow pod itself uses its held port": {
@@ -217,10 +217,10 @@ func TestHookModeOf(t *testing.T) {
 		want string
 	}{
 		"not a kubernetes-mode runner": {pod: runner(nil, false), want: ""},
-		"kubernetes":                   {pod: runner(map[string]string{HooksEnv: "/home/runner/k8s/index.js"}, true), want: "pinned with nodeName"},
-		"kubernetes, kube-scheduler":   {pod: runner(map[string]string{HooksEnv: "/home/runner/k8s/index.js", UseKubeSchedulerEnv: "true"}, true), want: "required hostname affinity"},
-		"kubernetes-novolume":          {pod: runner(map[string]string{HooksEnv: "/home/runner/k8s-novolume/index.js"}, false), want: "not pinned"},
-		"next hook, RWO":               {pod: runner(map[string]string{HooksEnv: "/home/runner/k8s/index.js", HookRWOEnv: "true"}, true), want: "RWO"},
+		"kubernetes":                   {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s/index.js"}, true), want: "pinned with nodeName"},
+		"kubernetes, kube-scheduler":   {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s/index.js", contract.UseKubeSchedulerEnv: "true"}, true), want: "required hostname affinity"},
+		"kubernetes-novolume":          {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s-novolume/index.js"}, false), want: "not pinned"},
+		"next hook, RWO":               {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s/index.js", contract.HookRWOEnv: "true"}, true), want: "RWO"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

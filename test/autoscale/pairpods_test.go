@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
 	"github.com/tandem-scheduler/tandem/pkg/inprocess"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 // TestRunnerWaitingForPairRoomGetsANode is issue 9's stall and its fix,
@@ -48,7 +48,7 @@ func TestRunnerWaitingForPairRoomGetsANode(t *testing.T) {
 
 	runner := newPod(ns, "runner", "1", schedulerName)
 	runner.Labels = map[string]string{"actions-ephemeral-runner": "True"}
-	runner.Annotations = map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=1,memory=1Gi"}
+	runner.Annotations = map[string]string{contract.WorkflowRequestsAnnotation: "cpu=1,memory=1Gi"}
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, runner, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 // Labels of the benchmark's pods (templates/runner-hook.yaml).
@@ -204,7 +204,7 @@ func workflowPod(runner *v1.Pod) (*v1.Pod, error) {
 	if mode != arc.HookNodeName && mode != arc.HookKubeScheduler {
 		return nil, fmt.Errorf("label %s=%q: want %s or %s", HookLabel, mode, arc.HookNodeName, arc.HookKubeScheduler)
 	}
-	requests, err := parseRequests(runner.Annotations[workflowreservation.WorkflowRequestsAnnotation])
+	requests, err := parseRequests(runner.Annotations[contract.WorkflowRequestsAnnotation])
 	if err != nil {
 		return nil, err
 	}

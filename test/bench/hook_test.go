@@ -18,14 +18,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 func runner(name string, mode arc.HookMode) *v1.Pod {
 	return st.MakePod().Namespace("ns").Name(name).
 		Labels(map[string]string{RoleLabel: RoleRunner, HookLabel: string(mode)}).
-		Annotation(workflowreservation.WorkflowRequestsAnnotation, "cpu=2,memory=4Gi").
+		Annotation(contract.WorkflowRequestsAnnotation, "cpu=2,memory=4Gi").
 		Req(map[v1.ResourceName]string{v1.ResourceCPU: "500m"}).Obj()
 }
 

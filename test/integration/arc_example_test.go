@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // The ARC examples (examples/arc): the hook template file that the runners
@@ -134,7 +134,7 @@ func TestARCExamplesAgree(t *testing.T) {
 		if got := env[useKubeSchedulerEnv] == "true"; got != wantUseKubeScheduler {
 			t.Errorf("%s: %s=%q, want set to true: %v", file, useKubeSchedulerEnv, env[useKubeSchedulerEnv], wantUseKubeScheduler)
 		}
-		path := env[workflowreservation.HookTemplateEnv]
+		path := env[contract.HookTemplateEnv]
 		var mounted bool
 		for _, m := range spec.Containers[0].VolumeMounts {
 			for _, vol := range spec.Volumes {
@@ -145,7 +145,7 @@ func TestARCExamplesAgree(t *testing.T) {
 			}
 		}
 		if !mounted {
-			t.Errorf("%s: %s=%q is not %s mounted from ConfigMap %s", file, workflowreservation.HookTemplateEnv, path, hookTemplateKey, cm.Name)
+			t.Errorf("%s: %s=%q is not %s mounted from ConfigMap %s", file, contract.HookTemplateEnv, path, hookTemplateKey, cm.Name)
 		}
 	}
 }

@@ -10,8 +10,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 // The shipped binary with the shipped configuration: it reports a real
@@ -48,7 +48,7 @@ func TestBinaryWithShippedConfig(t *testing.T) {
 	// that says nothing itself.
 	e.runner("r1", "1", "1")
 	e.bound("r1")
-	if _, cpu, source := e.recordedReservation("r1"); cpu != "1500m" || source != string(workflowreservation.SourceAnnotation) {
+	if _, cpu, source := e.recordedReservation("r1"); cpu != "1500m" || source != string(contract.SourceAnnotation) {
 		t.Errorf("reservation = cpu %s from %s, want cpu 1500m from annotation", cpu, source)
 	}
 	// The shipped profile binds runners through WorkflowReservation, which
@@ -56,13 +56,13 @@ func TestBinaryWithShippedConfig(t *testing.T) {
 	// managed fields for a binding, while the fallback (a patch after
 	// DefaultBinder bound the pod) would show up as tandem-scheduler's.
 	for _, mf := range e.get("r1").ManagedFields {
-		if strings.Contains(mf.FieldsV1.String(), workflowreservation.ReservationAnnotation) {
+		if strings.Contains(mf.FieldsV1.String(), contract.ReservationAnnotation) {
 			t.Errorf("the reservation was patched after the bind (%s %s), not recorded by the binding", mf.Manager, mf.Operation)
 		}
 	}
 	e.create("r2", podSpec{cpu: "1", runner: true})
 	e.bound("r2")
-	if _, cpu, source := e.recordedReservation("r2"); cpu != "1500m" || source != string(workflowreservation.SourceDefault) {
+	if _, cpu, source := e.recordedReservation("r2"); cpu != "1500m" || source != string(contract.SourceDefault) {
 		t.Errorf("reservation = cpu %s from %s, want cpu 1500m from default", cpu, source)
 	}
 

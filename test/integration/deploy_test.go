@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // The install manifests are enough to run tandem: the kustomize and Helm
@@ -78,14 +78,14 @@ func TestDeployRenderedManifests(t *testing.T) {
 	e.exampleHookTemplateConfigMap()
 	e.exampleRunner("k-runner", valuesKubernetes)
 	node := e.bound("k-runner")
-	if _, cpu, source := e.recordedReservation("k-runner"); cpu != "2500m" || source != string(workflowreservation.SourceHookTemplate) {
-		t.Errorf("k-runner reservation = cpu %s from %s, want cpu 2500m from %s", cpu, source, workflowreservation.SourceHookTemplate)
+	if _, cpu, source := e.recordedReservation("k-runner"); cpu != "2500m" || source != string(contract.SourceHookTemplate) {
+		t.Errorf("k-runner reservation = cpu %s from %s, want cpu 2500m from %s", cpu, source, contract.SourceHookTemplate)
 	}
 	e.exampleWorkflowPod("k-runner", node)
 	if got := e.bound("k-runner-workflow"); got != node {
 		t.Errorf("k-runner-workflow landed on %s, want its runner's node %s", got, node)
 	}
-	e.event("k-runner-workflow", workflowreservation.ReasonClaimed)
+	e.event("k-runner-workflow", contract.ReasonClaimed)
 
 	// kubernetes-novolume mode: the runner fits only on another node; its
 	// unpinned workflow pod follows it there.
@@ -129,9 +129,9 @@ func TestDeployRenderedManifests(t *testing.T) {
 	// held-runner's node has 4 - 0.5 cpu free to the kubelet, 1 cpu once its
 	// reservation of 2.5 cpu counts: a 1500m pod must wait.
 	e.create("probe", podSpec{cpu: "1500m", onNode: heldNode, mutate: tolerateDedicated})
-	wantContains(t, "probe PodScheduled message", e.unschedulable("probe"), workflowreservation.ErrReasonRoomReserved)
+	wantContains(t, "probe PodScheduled message", e.unschedulable("probe"), contract.ErrReasonRoomReserved)
 	e.create("held-runner-workflow", podSpec{cpu: "2", workflowOf: "held-runner", node: heldNode})
-	e.event("held-runner-workflow", workflowreservation.ReasonClaimed)
+	e.event("held-runner-workflow", contract.ReasonClaimed)
 	// The claim leaves the step headroom (defaultStepRequests) held until
 	// the runner ends.
 	e.delete("held-runner-workflow")
@@ -140,7 +140,7 @@ func TestDeployRenderedManifests(t *testing.T) {
 		t.Errorf("probe landed on %s, want %s once held-runner ended", got, heldNode)
 	}
 	e.exampleRunner("k-runner-2", valuesKubernetes)
-	wantContains(t, "k-runner-2 PodScheduled message", e.unschedulable("k-runner-2"), workflowreservation.ErrReasonPairDoesNotFit)
+	wantContains(t, "k-runner-2 PodScheduled message", e.unschedulable("k-runner-2"), contract.ErrReasonPairDoesNotFit)
 	e.delete("k-runner-workflow")
 	e.delete("k-runner")
 	if got := e.bound("k-runner-2"); got != node {
@@ -151,8 +151,8 @@ func TestDeployRenderedManifests(t *testing.T) {
 	// which both replicas' informers saw while both ran, were reported once
 	// each (the standby's events, had it sent any, went out many seconds ago).
 	for _, wf := range []string{"k-runner-workflow", "nv-runner-workflow"} {
-		if n := e.countEvents(wf, workflowreservation.ReasonClaimed); n != 1 {
-			t.Errorf("%d %s events on %s, want 1", n, workflowreservation.ReasonClaimed, wf)
+		if n := e.countEvents(wf, contract.ReasonClaimed); n != 1 {
+			t.Errorf("%d %s events on %s, want 1", n, contract.ReasonClaimed, wf)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // With workflowReservation.hookTemplateNamespaces the chart grants ConfigMaps
@@ -65,8 +65,8 @@ func TestChartHookTemplateNamespacesRBAC(t *testing.T) {
 	e.exampleHookTemplateConfigMap()
 	e.exampleRunner("k-runner", valuesKubernetes)
 	e.bound("k-runner")
-	if _, cpu, source := e.recordedReservation("k-runner"); cpu != "2500m" || source != string(workflowreservation.SourceHookTemplate) {
-		t.Errorf("k-runner reservation = cpu %s from %s, want cpu 2500m from %s", cpu, source, workflowreservation.SourceHookTemplate)
+	if _, cpu, source := e.recordedReservation("k-runner"); cpu != "2500m" || source != string(contract.SourceHookTemplate) {
+		t.Errorf("k-runner reservation = cpu %s from %s, want cpu 2500m from %s", cpu, source, contract.SourceHookTemplate)
 	}
 	if log := r.log(t); strings.Contains(log, "forbidden") {
 		t.Errorf("%s was denied by the rendered RBAC:\n%s", r.name, grepLines(log, "forbidden"))

@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 // stepRunner creates a runner of 1 cpu whose workflow pod needs 1 cpu and
@@ -19,8 +19,8 @@ import (
 func (e *env) stepRunner(name string) {
 	e.t.Helper()
 	e.create(name, podSpec{cpu: "1", runner: true, annotations: map[string]string{
-		workflowreservation.WorkflowRequestsAnnotation: "cpu=1",
-		workflowreservation.StepRequestsAnnotation:     "cpu=1",
+		contract.WorkflowRequestsAnnotation: "cpu=1",
+		contract.StepRequestsAnnotation:     "cpu=1",
 	}})
 }
 
@@ -33,11 +33,11 @@ func TestStepPodUsesHeadroomAfterClaim(t *testing.T) {
 	e.stepRunner("r1")
 	node := e.bound("r1")
 	e.create("r1-workflow", podSpec{cpu: "1", workflowOf: "r1", node: node})
-	e.event("r1-workflow", workflowreservation.ReasonClaimed)
+	e.event("r1-workflow", contract.ReasonClaimed)
 
 	// 4 - runner 1 - workflow pod 1 - headroom 1: 1 cpu for anyone else.
 	e.create("other", podSpec{cpu: "1500m"})
-	wantContains(t, "other's PodScheduled message", e.unschedulable("other"), workflowreservation.ErrReasonRoomReserved)
+	wantContains(t, "other's PodScheduled message", e.unschedulable("other"), contract.ErrReasonRoomReserved)
 
 	e.create("r1-step-v08", podSpec{cpu: "1", workflowOf: "r1", onNode: node})
 	if got := e.bound("r1-step-v08"); got != node {
@@ -80,19 +80,19 @@ func TestSameHostPortTwoRunners(t *testing.T) {
 	e := newEnv(t, tandemConfig(), map[string]string{"hp-n1": "8"})
 	redis := func(name string) {
 		e.create(name, podSpec{cpu: "1", runner: true, annotations: map[string]string{
-			workflowreservation.WorkflowRequestsAnnotation: "cpu=1",
-			workflowreservation.HostPortsAnnotation:        "6379",
+			contract.WorkflowRequestsAnnotation: "cpu=1",
+			contract.HostPortsAnnotation:        "6379",
 		}})
 	}
 	redis("r1")
 	e.bound("r1")
 	redis("r2")
-	wantContains(t, "r2's PodScheduled message", e.unschedulable("r2"), workflowreservation.ErrReasonPortsTaken)
+	wantContains(t, "r2's PodScheduled message", e.unschedulable("r2"), contract.ErrReasonPortsTaken)
 	// r1's workflow pod holds the port itself once it is there.
 	e.create("r1-workflow", podSpec{cpu: "1", workflowOf: "r1", node: "hp-n1", mutate: func(pod *v1.Pod) {
 		pod.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 6379, HostPort: 6379}}
 	}})
-	e.event("r1-workflow", workflowreservation.ReasonClaimed)
+	e.event("r1-workflow", contract.ReasonClaimed)
 	if e.get("r2").Spec.NodeName != "" {
 		t.Fatal("r2 was placed beside the workflow pod that uses its port")
 	}
@@ -111,9 +111,9 @@ func TestJobWithoutContainerReleasesAfterGrace(t *testing.T) {
 	e.runner("r1", "1", "2")
 	e.bound("r1")
 	e.create("other", podSpec{cpu: "2"})
-	wantContains(t, "other's PodScheduled message", e.unschedulable("other"), workflowreservation.ErrReasonRoomReserved)
+	wantContains(t, "other's PodScheduled message", e.unschedulable("other"), contract.ErrReasonRoomReserved)
 
-	dyn := dynamic.NewForConfigOrDie(restConfig).Resource(workflowreservation.EphemeralRunnerResource).Namespace(e.ns)
+	dyn := dynamic.NewForConfigOrDie(restConfig).Resource(contract.EphemeralRunnerResource).Namespace(e.ns)
 	er, err := dyn.Create(e.ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "actions.github.com/v1alpha1", "kind": "EphemeralRunner",
 		"metadata": map[string]any{"name": "r1"},
@@ -130,7 +130,7 @@ func TestJobWithoutContainerReleasesAfterGrace(t *testing.T) {
 	if got := e.bound("other"); got != "nc-n1" {
 		t.Errorf("other landed on %q", got)
 	}
-	wantContains(t, "release event", e.event("r1", workflowreservation.ReasonReleased), "no workflow pod came")
+	wantContains(t, "release event", e.event("r1", contract.ReasonReleased), "no workflow pod came")
 }
 
 // kubernetes-novolume (hooks v0.8): a workflow pod whose template adds a
@@ -142,7 +142,7 @@ func TestUnpinnedWorkflowPodGoesElsewhere(t *testing.T) {
 	for _, n := range []string{"nv-n1", "nv-n2"} {
 		e.labelNode(n, "pool", "ci")
 	}
-	e.create("r1", podSpec{cpu: "1", runner: true, onNode: "nv-n1", annotations: map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=1"}})
+	e.create("r1", podSpec{cpu: "1", runner: true, onNode: "nv-n1", annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=1"}})
 	e.bound("r1")
 	e.create("r1-workflow", podSpec{cpu: "2500m", workflowOf: "r1", mutate: func(pod *v1.Pod) {
 		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
@@ -176,7 +176,7 @@ func TestNextHookAffinities(t *testing.T) {
 	if got := e.bound("preferred-workflow"); got != node {
 		t.Errorf("preferred workflow pod landed on %q, want its runner's %q", got, node)
 	}
-	e.event("preferred-workflow", workflowreservation.ReasonClaimed)
+	e.event("preferred-workflow", contract.ReasonClaimed)
 
 	e.runner("rwo", "1", "1")
 	rwoNode := e.bound("rwo")
@@ -184,7 +184,7 @@ func TestNextHookAffinities(t *testing.T) {
 	if got := e.bound("rwo-workflow"); got != rwoNode {
 		t.Errorf("RWO workflow pod landed on %q, want %q", got, rwoNode)
 	}
-	e.event("rwo-workflow", workflowreservation.ReasonClaimed)
+	e.event("rwo-workflow", contract.ReasonClaimed)
 }
 
 func (e *env) labelNode(name, key, value string) {

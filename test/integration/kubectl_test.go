@@ -9,8 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	kcontract "github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/kubectltandem"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // kubectlTandem runs `kubectl tandem args...` against the control plane
@@ -44,7 +45,7 @@ func row(t *testing.T, table, name string) []string {
 func TestKubectlTandem(t *testing.T) {
 	e := newEnv(t, tandemConfig(), map[string]string{"kt-n1": "4", "kt-n2": "2"})
 	e.create("r1", podSpec{cpu: "500m", runner: true, onNode: "kt-n1",
-		annotations: map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=2"}})
+		annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=2"}})
 	e.bound("r1")
 
 	reservations := e.kubectlTandem("reservations", "-n", e.ns)
@@ -69,7 +70,7 @@ func TestKubectlTandem(t *testing.T) {
 	// The workflow pod bypasses the scheduler (hooks v0.7.0): the claim
 	// leaves nothing held, there is no step headroom.
 	e.create("r1-workflow", podSpec{cpu: "2", workflowOf: "r1", node: "kt-n1"})
-	e.event("r1-workflow", workflowreservation.ReasonClaimed)
+	e.event("r1-workflow", contract.ReasonClaimed)
 	wide := e.kubectlTandem("reservations", "-n", e.ns, "-o", "wide")
 	if diff := cmp.Diff([]string{"r1", "kt-n1", "cpu=2,pods=1", "annotation", "claimed"}, row(t, wide, "r1")[:5]); diff != "" {
 		t.Errorf("reservations row after the claim (-want,+got):\n%s", diff)
@@ -84,45 +85,30 @@ func TestKubectlTandem(t *testing.T) {
 	// r2's pair needs 8500m: no node has it.
 	e.runner("r2", "500m", "8")
 	msg := e.unschedulable("r2")
-	wantContains(t, "r2's PodScheduled message", msg, workflowreservation.ErrReasonPairDoesNotFit)
+	wantContains(t, "r2's PodScheduled message", msg, contract.ErrReasonPairDoesNotFit)
 	explain := e.kubectlTandem("explain", "-n", e.ns, "r2")
 	t.Logf("kubectl tandem explain r2:\n%s", explain)
 	wantContains(t, "explain r2", explain,
 		"Kind:           runner",
 		"PodScheduled:   False Unschedulable",
-		workflowreservation.ErrReasonPairDoesNotFit,
+		contract.ErrReasonPairDoesNotFit,
 		"Verdict: no node has cpu=8500m free after reservations; the largest is ")
 }
 
-// kubectl-tandem cannot import the plugin (its own module, for go install);
-// the names and the record it reads must be the plugin's.
+// kubectl-tandem reads the record through its generated copy of
+// pkg/contract (its own module, for go install; make verify keeps the copy
+// current): on a runner the plugin bound, both read the same record, and
+// both find that it holds room.
 func TestKubectlTandemReadsThePluginsRecord(t *testing.T) {
-	names := map[string][2]string{
-		"ReservationAnnotation":      {kubectltandem.ReservationAnnotation, workflowreservation.ReservationAnnotation},
-		"WorkflowRequestsAnnotation": {kubectltandem.WorkflowRequestsAnnotation, workflowreservation.WorkflowRequestsAnnotation},
-		"StepRequestsAnnotation":     {kubectltandem.StepRequestsAnnotation, workflowreservation.StepRequestsAnnotation},
-		"HostPortsAnnotation":        {kubectltandem.HostPortsAnnotation, workflowreservation.HostPortsAnnotation},
-		"HookTemplateEnv":            {kubectltandem.HookTemplateEnv, workflowreservation.HookTemplateEnv},
-		"PairPodLabel":               {kubectltandem.PairPodLabel, workflowreservation.PairPodLabel},
-		"PlaceholderLabel":           {kubectltandem.PlaceholderLabel, workflowreservation.PlaceholderLabel},
-		"PlaceholderOfAnnotation":    {kubectltandem.PlaceholderOfAnnotation, workflowreservation.PlaceholderOfAnnotation},
-		"PairOfAnnotation":           {kubectltandem.PairOfAnnotation, workflowreservation.PairOfAnnotation},
-	}
-	for name, n := range names {
-		if n[0] != n[1] {
-			t.Errorf("kubectltandem.%s = %q, the plugin's is %q", name, n[0], n[1])
-		}
-	}
-
 	e := newEnv(t, tandemConfig(`defaultStepRequests: {cpu: 500m}`, `defaultHostPorts: ["6379"]`), map[string]string{"kr-n1": "4"})
 	e.runner("r1", "500m", "1")
 	e.bound("r1")
 	pod := e.get("r1")
-	want, ok, err := workflowreservation.RecordedReservation(pod)
+	want, ok, err := contract.RecordedReservation(pod)
 	if !ok || err != nil {
 		t.Fatalf("the plugin reads no record on r1: %v, %v", ok, err)
 	}
-	got, ok, err := kubectltandem.RecordOf(pod)
+	got, ok, err := kcontract.RecordedReservation(pod)
 	if !ok || err != nil {
 		t.Fatalf("kubectl-tandem reads no record on r1: %v, %v", ok, err)
 	}
@@ -131,6 +117,12 @@ func TestKubectlTandemReadsThePluginsRecord(t *testing.T) {
 	gotJSON, _ := json.Marshal(got)
 	if diff := cmp.Diff(string(wantJSON), string(gotJSON)); diff != "" {
 		t.Errorf("record (-plugin,+kubectl-tandem):\n%s", diff)
+	}
+	if _, err := want.Validate(pod); err != nil {
+		t.Errorf("the plugin's contract finds r1's record invalid: %v", err)
+	}
+	if _, err := got.Validate(pod); err != nil {
+		t.Errorf("kubectl-tandem's copy of the contract finds r1's record invalid: %v", err)
 	}
 	if len(got.StepRequests) == 0 || len(got.HostPorts) == 0 {
 		t.Errorf("record %s lacks the step headroom or host ports this test means to compare", gotJSON)

@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
 	"github.com/tandem-scheduler/tandem/pkg/inprocess"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 // restConfig reaches the control plane shared by every test of the package.
@@ -187,7 +187,7 @@ func (e *env) create(name string, s podSpec) *v1.Pod {
 // runner creates a runner pod of cpu whose workflow pod needs workflowCPU.
 func (e *env) runner(name, cpu, workflowCPU string) *v1.Pod {
 	e.t.Helper()
-	return e.create(name, podSpec{cpu: cpu, runner: true, annotations: map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=" + workflowCPU}})
+	return e.create(name, podSpec{cpu: cpu, runner: true, annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=" + workflowCPU}})
 }
 
 func (e *env) poll(what string, cond func() (bool, error)) {

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // A runner that the node would take alone but not with its workflow pod:
@@ -21,7 +21,7 @@ func TestPairPodWhileRunnerWaitsForPairRoom(t *testing.T) {
 	e.bound("r1")
 	// 3 - (1 + 1) = 1 cpu: r2 alone fits, with its workflow pod it does not.
 	e.runner("r2", "1", "1")
-	wantContains(t, "r2's PodScheduled message", e.unschedulable("r2"), workflowreservation.ErrReasonPairDoesNotFit)
+	wantContains(t, "r2's PodScheduled message", e.unschedulable("r2"), contract.ErrReasonPairDoesNotFit)
 
 	pair := "r2-pair"
 	e.poll("pair pod "+pair+" exists", func() (bool, error) {
@@ -39,7 +39,7 @@ func TestPairPodWhileRunnerWaitsForPairRoom(t *testing.T) {
 	if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != e.get("r2").UID {
 		t.Errorf("pair pod's controller = %+v, want runner r2", ref)
 	}
-	wantContains(t, "r2's "+workflowreservation.ReasonPairPodCreated+" event", e.event("r2", workflowreservation.ReasonPairPodCreated), pair, "cpu=2")
+	wantContains(t, "r2's "+contract.ReasonPairPodCreated+" event", e.event("r2", contract.ReasonPairPodCreated), pair, "cpu=2")
 
 	e.delete("r1")
 	e.bound("r2")

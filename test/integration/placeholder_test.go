@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/inprocess"
 	"github.com/tandem-scheduler/tandem/pkg/sim/kubelet"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 // Issue 9, items 1 and 4: with reservationMode Pods, room held for a
@@ -48,7 +48,7 @@ func TestReservedRoomAgainstOtherSchedulersAndTheKubelet(t *testing.T) {
 
 			e.runner("r1", "1", "1")
 			e.bound("r1")
-			hold := workflowreservation.PlaceholderName("r1")
+			hold := contract.PlaceholderName("r1")
 			if tc.mode == "Pods" {
 				e.poll("placeholder "+hold+" runs", func() (bool, error) { return e.phase(hold) == v1.PodRunning, nil })
 				p := e.get(hold)
@@ -107,7 +107,7 @@ func TestReservedRoomAgainstOtherSchedulersAndTheKubelet(t *testing.T) {
 				}
 			}
 			e.poll("the kubelet admits the workflow pod", func() (bool, error) { return e.phase("r1-workflow") == v1.PodRunning, nil })
-			wantContains(t, "the workflow pod's Claimed event", e.event("r1-workflow", workflowreservation.ReasonClaimed), "r1")
+			wantContains(t, "the workflow pod's Claimed event", e.event("r1-workflow", contract.ReasonClaimed), "r1")
 		})
 	}
 }
@@ -134,20 +134,20 @@ func TestPlaceholdersAfterRestart(t *testing.T) {
 	for _, r := range []string{"r1", "r2"} {
 		e.runner(r, "500m", "1")
 		e.bound(r)
-		e.poll("placeholder of "+r+" exists", func() (bool, error) { return e.phase(workflowreservation.PlaceholderName(r)) != "", nil })
+		e.poll("placeholder of "+r+" exists", func() (bool, error) { return e.phase(contract.PlaceholderName(r)) != "", nil })
 	}
 	e.stopScheduler()
 	e.delete("r1")
-	e.delete(workflowreservation.PlaceholderName("r2"))
+	e.delete(contract.PlaceholderName("r2"))
 	e.startScheduler()
 
 	e.poll("r1's orphaned placeholder is deleted", func() (bool, error) {
-		return e.phase(workflowreservation.PlaceholderName("r1")) == "", nil
+		return e.phase(contract.PlaceholderName("r1")) == "", nil
 	})
 	e.poll("r2's placeholder is recreated", func() (bool, error) {
-		return e.phase(workflowreservation.PlaceholderName("r2")) != "", nil
+		return e.phase(contract.PlaceholderName("r2")) != "", nil
 	})
-	if ref := metav1.GetControllerOf(e.get(workflowreservation.PlaceholderName("r2"))); ref == nil || ref.UID != e.get("r2").UID {
+	if ref := metav1.GetControllerOf(e.get(contract.PlaceholderName("r2"))); ref == nil || ref.UID != e.get("r2").UID {
 		t.Errorf("recreated placeholder's controller = %+v, want runner r2", ref)
 	}
 }

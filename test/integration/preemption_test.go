@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // priorityClasses creates the low and high priority classes the
@@ -43,7 +43,7 @@ func TestPreemptionEvictsIdleRunnerWithItsReservation(t *testing.T) {
 	e := newEnv(t, tandemConfig(), map[string]string{"pe-n1": "4"})
 	e.priorityClasses()
 	e.create("warm", podSpec{cpu: "1", runner: true, mutate: withPriority("tandem-test-low"),
-		annotations: map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=2"}})
+		annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=2"}})
 	e.bound("warm")
 	// 4 - 1 - 2 reserved leaves 1 cpu: only preempting warm makes room.
 	e.create("urgent", podSpec{cpu: "2500m", mutate: withPriority("tandem-test-high")})
@@ -62,13 +62,13 @@ func TestPreemptionKeepsEqualPriorityReservation(t *testing.T) {
 	e := newEnv(t, tandemConfig(), map[string]string{"pk-n1": "4"})
 	e.priorityClasses()
 	e.create("critical", podSpec{cpu: "1", runner: true, mutate: withPriority("tandem-test-high"),
-		annotations: map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=2"}})
+		annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=2"}})
 	e.bound("critical")
 	e.create("filler", podSpec{cpu: "500m", mutate: withPriority("tandem-test-low")})
 	e.bound("filler")
 	// 4 - 1 - 0.5 - 2 reserved = 0.5; without the filler 1: never 2.5.
 	e.create("other", podSpec{cpu: "2500m", mutate: withPriority("tandem-test-high")})
-	wantContains(t, "other's PodScheduled message", e.unschedulable("other"), workflowreservation.ErrReasonRoomReserved)
+	wantContains(t, "other's PodScheduled message", e.unschedulable("other"), contract.ErrReasonRoomReserved)
 	if pod := e.get("filler"); pod.DeletionTimestamp != nil {
 		t.Error("the filler was evicted although that leaves too little room beside the reservation")
 	}

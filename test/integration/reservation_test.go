@@ -5,7 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // (b) A non-runner pod cannot take reserved room; it gets the room once the
@@ -16,7 +16,7 @@ func TestReservedRoomIsNotFree(t *testing.T) {
 	e.bound("r1")
 
 	e.create("other", podSpec{cpu: "500m"})
-	wantContains(t, "pending message", e.unschedulable("other"), workflowreservation.ErrReasonRoomReserved)
+	wantContains(t, "pending message", e.unschedulable("other"), contract.ErrReasonRoomReserved)
 
 	// The workflow pod needs only half of what was reserved: the other
 	// half is free the moment it claims the reservation.
@@ -34,7 +34,7 @@ func TestReservedRoomIsNotFree(t *testing.T) {
 	// 2 - 0.5 = 1.5 cpu is free to kube-scheduler, 1 cpu once r2's
 	// reservation is counted.
 	e.create("other2", podSpec{cpu: "1500m"})
-	wantContains(t, "pending message", e.unschedulable("other2"), workflowreservation.ErrReasonRoomReserved)
+	wantContains(t, "pending message", e.unschedulable("other2"), contract.ErrReasonRoomReserved)
 	e.delete("r2")
 	if got := e.bound("other2"); got != "b-n1" {
 		t.Fatalf("other2 landed on %q", got)
@@ -46,7 +46,7 @@ func TestReservedRoomIsNotFree(t *testing.T) {
 func TestWorkflowPodThroughTandem(t *testing.T) {
 	e := newEnv(t, tandemConfig(), map[string]string{"c-small": "3", "c-big": "16"})
 	r1 := e.create("r1", podSpec{cpu: "1", runner: true, onNode: "c-small",
-		annotations: map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=1"}})
+		annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=1"}})
 	e.bound("r1")
 
 	// As hooks v0.7.0 with ACTIONS_RUNNER_USE_KUBE_SCHEDULER=true creates it:
@@ -55,7 +55,7 @@ func TestWorkflowPodThroughTandem(t *testing.T) {
 	if got := e.bound("r1-workflow"); got != "c-small" {
 		t.Fatalf("workflow pod landed on %q, want its runner's node c-small", got)
 	}
-	wantContains(t, "claim event", e.event(wf.Name, workflowreservation.ReasonClaimed), "runner r1", "c-small")
+	wantContains(t, "claim event", e.event(wf.Name, contract.ReasonClaimed), "runner r1", "c-small")
 	_ = r1
 
 	// c-small: 3 cpu - runner 1 - workflow 1 = 1 free, counted once.
@@ -82,7 +82,7 @@ func TestWorkflowPodWithNodeName(t *testing.T) {
 	e.runner("r1", "1", "1")
 	e.bound("r1")
 	wf := e.create("r1-workflow", podSpec{cpu: "1", workflowOf: "r1", node: "d-n1"})
-	wantContains(t, "claim event", e.event(wf.Name, workflowreservation.ReasonClaimed), "runner r1", "d-n1")
+	wantContains(t, "claim event", e.event(wf.Name, contract.ReasonClaimed), "runner r1", "d-n1")
 
 	e.create("too-big", podSpec{cpu: "1001m"})
 	e.unschedulable("too-big")
@@ -99,7 +99,7 @@ func TestRunnerDeletedReleasesRoom(t *testing.T) {
 	e.unschedulable("other")
 	e.delete("r1")
 	e.bound("other")
-	wantContains(t, "release event", e.event("r1", workflowreservation.ReasonReleased), "cpu=1", "e-n1", "deleted")
+	wantContains(t, "release event", e.event("r1", contract.ReasonReleased), "cpu=1", "e-n1", "deleted")
 }
 
 // (f) tandem restarts between the runner's bind and its workflow pod: the
@@ -118,7 +118,7 @@ func TestRestartKeepsReservation(t *testing.T) {
 	// must already see the reservation.
 	e.create("too-big", podSpec{cpu: "2"})
 	e.startScheduler()
-	wantContains(t, "pending message", e.unschedulable("too-big"), workflowreservation.ErrReasonRoomReserved)
+	wantContains(t, "pending message", e.unschedulable("too-big"), contract.ErrReasonRoomReserved)
 	e.create("exact", podSpec{cpu: "1"})
 	e.bound("exact")
 }

@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // hookTemplate sizes the workflow pod as 1 cpu ($job) + 500m (a service) +
@@ -46,7 +46,7 @@ func (e *env) hookTemplates(data map[string]string) {
 func withTemplate(file string) func(*v1.Pod) {
 	return func(pod *v1.Pod) {
 		c := &pod.Spec.Containers[0]
-		c.Env = append(c.Env, v1.EnvVar{Name: workflowreservation.HookTemplateEnv, Value: "/home/runner/pod-templates/" + file})
+		c.Env = append(c.Env, v1.EnvVar{Name: contract.HookTemplateEnv, Value: "/home/runner/pod-templates/" + file})
 		c.VolumeMounts = append(c.VolumeMounts, v1.VolumeMount{Name: "hook-template", MountPath: "/home/runner/pod-templates", ReadOnly: true})
 		pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{Name: "hook-template", VolumeSource: v1.VolumeSource{
 			ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "hook-templates"}},
@@ -56,7 +56,7 @@ func withTemplate(file string) func(*v1.Pod) {
 
 func (e *env) recordedReservation(name string) (node, cpu, source string) {
 	e.t.Helper()
-	r, ok, err := workflowreservation.RecordedReservation(e.get(name))
+	r, ok, err := contract.RecordedReservation(e.get(name))
 	if !ok || err != nil {
 		e.t.Fatalf("runner %s carries no readable reservation (present %v): %v", name, ok, err)
 	}
@@ -75,10 +75,10 @@ func TestSizeFromHookTemplate(t *testing.T) {
 		t.Fatalf("runner landed on %q, want g-big, the only node with room for 3 cpu", got)
 	}
 	node, cpu, source := e.recordedReservation("r1")
-	if node != "g-big" || cpu != "2" || source != string(workflowreservation.SourceHookTemplate) {
+	if node != "g-big" || cpu != "2" || source != string(contract.SourceHookTemplate) {
 		t.Errorf("reservation = cpu %s on %s from %s, want cpu 2 on g-big from hook-template", cpu, node, source)
 	}
-	wantContains(t, "reserved event", e.event("r1", workflowreservation.ReasonReserved), "cpu=2", "g-big", "hook-template")
+	wantContains(t, "reserved event", e.event("r1", contract.ReasonReserved), "cpu=2", "g-big", "hook-template")
 }
 
 // (h) Bad input is reported on the pod and never crashes or leaks.
@@ -88,9 +88,9 @@ func TestBadInput(t *testing.T) {
 
 	// A malformed annotation: Warning event, the hook template is used.
 	e.create("malformed", podSpec{cpu: "100m", runner: true, mutate: withTemplate("default.yaml"),
-		annotations: map[string]string{workflowreservation.WorkflowRequestsAnnotation: "cpu=plenty"}})
+		annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=plenty"}})
 	e.bound("malformed")
-	wantContains(t, "warning", e.event("malformed", workflowreservation.ReasonInvalidWorkflowSize), workflowreservation.WorkflowRequestsAnnotation, "plenty")
+	wantContains(t, "warning", e.event("malformed", contract.ReasonInvalidWorkflowSize), contract.WorkflowRequestsAnnotation, "plenty")
 	if _, cpu, source := e.recordedReservation("malformed"); cpu != "2" || source != "hook-template" {
 		t.Errorf("reservation = cpu %s from %s, want cpu 2 from hook-template", cpu, source)
 	}
@@ -98,7 +98,7 @@ func TestBadInput(t *testing.T) {
 	// A missing ConfigMap key: Warning event, the default is used.
 	e.create("missing", podSpec{cpu: "100m", runner: true, mutate: withTemplate("absent.yaml")})
 	e.bound("missing")
-	wantContains(t, "warning", e.event("missing", workflowreservation.ReasonInvalidWorkflowSize), `no key "absent.yaml"`)
+	wantContains(t, "warning", e.event("missing", contract.ReasonInvalidWorkflowSize), `no key "absent.yaml"`)
 	if _, cpu, source := e.recordedReservation("missing"); cpu != "500m" || source != "default" {
 		t.Errorf("reservation = cpu %s from %s, want cpu 500m from default", cpu, source)
 	}
@@ -106,12 +106,12 @@ func TestBadInput(t *testing.T) {
 	// An unparsable template: Warning event, the default is used.
 	e.create("broken", podSpec{cpu: "100m", runner: true, mutate: withTemplate("broken.yaml")})
 	e.bound("broken")
-	wantContains(t, "warning", e.event("broken", workflowreservation.ReasonInvalidWorkflowSize), "cannot parse")
+	wantContains(t, "warning", e.event("broken", contract.ReasonInvalidWorkflowSize), "cannot parse")
 
 	// A pair that fits on no node: pending, naming both needs.
 	e.runner("huge", "1", "8")
 	msg := e.unschedulable("huge")
-	wantContains(t, "pending message", msg, workflowreservation.ErrReasonPairDoesNotFit, "runner "+e.ns+"/huge needs cpu=1 and its workflow pod cpu=8 (from annotation)")
+	wantContains(t, "pending message", msg, contract.ErrReasonPairDoesNotFit, "runner "+e.ns+"/huge needs cpu=1 and its workflow pod cpu=8 (from annotation)")
 }
 
 // (h) Without a default, a runner whose only size source is broken waits
@@ -120,7 +120,7 @@ func TestBrokenSourceWithoutDefault(t *testing.T) {
 	e := newEnv(t, tandemConfig(), map[string]string{"h2-n1": "4"})
 	e.create("gone", podSpec{cpu: "100m", runner: true, mutate: withTemplate("default.yaml")})
 	wantContains(t, "pending message", e.unschedulable("gone"), "size of its workflow pod is unknown", "ConfigMap "+e.ns+"/hook-templates not found")
-	e.event("gone", workflowreservation.ReasonInvalidWorkflowSize)
+	e.event("gone", contract.ReasonInvalidWorkflowSize)
 
 	// Creating the missing hook template retries it at once.
 	e.hookTemplates(map[string]string{"default.yaml": hookTemplate})
@@ -151,7 +151,7 @@ func TestHookTemplateNamespaces(t *testing.T) {
 		e.hookTemplates(map[string]string{"default.yaml": hookTemplate})
 		e.create("r2", podSpec{cpu: "100m", runner: true, mutate: withTemplate("default.yaml")})
 		e.bound("r2")
-		wantContains(t, "warning", e.event("r2", workflowreservation.ReasonInvalidWorkflowSize),
+		wantContains(t, "warning", e.event("r2", contract.ReasonInvalidWorkflowSize),
 			"ConfigMaps of namespace "+e.ns+" are not watched", "hookTemplateNamespaces lists arc-elsewhere")
 		if _, cpu, source := e.recordedReservation("r2"); cpu != "500m" || source != "default" {
 			t.Errorf("reservation = cpu %s from %s, want cpu 500m from default", cpu, source)

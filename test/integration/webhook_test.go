@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/webhook"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 // startWebhook serves tandem-webhook in-process on loopback and registers
@@ -45,11 +45,11 @@ func (e *env) startWebhook() *webhook.Local {
 // tandem's leader does in reservationMode Pods (placeholder.go).
 func (e *env) placeholder(runner string, uid types.UID, node, cpu string) *v1.Pod {
 	e.t.Helper()
-	return e.create(workflowreservation.PlaceholderName(runner), podSpec{
+	return e.create(contract.PlaceholderName(runner), podSpec{
 		cpu:         cpu,
 		node:        node,
-		labels:      map[string]string{workflowreservation.PlaceholderLabel: "true"},
-		annotations: map[string]string{workflowreservation.PlaceholderOfAnnotation: runner},
+		labels:      map[string]string{contract.PlaceholderLabel: "true"},
+		annotations: map[string]string{contract.PlaceholderOfAnnotation: runner},
 		mutate: func(p *v1.Pod) {
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: runner, UID: uid, Controller: ptr.To(true)}}
 		},

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // ARC keeps one EphemeralRunner per runner (actions.github.com/v1alpha1),
@@ -57,7 +57,7 @@ func JobStartedStatus(id int) map[string]any {
 }
 
 func (e *Emulator) ephemeralRunnerClient(namespace string) dynamic.ResourceInterface {
-	return e.ephemeralRunners.Resource(workflowreservation.EphemeralRunnerResource).Namespace(namespace)
+	return e.ephemeralRunners.Resource(contract.EphemeralRunnerResource).Namespace(namespace)
 }
 
 // ensureEphemeralRunner creates r's EphemeralRunner unless it exists; it

@@ -10,7 +10,7 @@ import (
 	"math/rand"
 	"strings"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // Labels, annotations and environment variables ARC, its chart and the hook use.
@@ -33,11 +33,11 @@ const (
 	EnvContainerHooks      = "ACTIONS_RUNNER_CONTAINER_HOOKS"
 	EnvPodName             = "ACTIONS_RUNNER_POD_NAME"
 	EnvRequireJobContainer = "ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER"
-	EnvHookTemplate        = workflowreservation.HookTemplateEnv
+	EnvHookTemplate        = contract.HookTemplateEnv
 	EnvUseKubeScheduler    = "ACTIONS_RUNNER_USE_KUBE_SCHEDULER"
 	EnvPrepareJobTimeout   = "ACTIONS_RUNNER_PREPARE_JOB_TIMEOUT_SECONDS"
 	EnvClaimName           = "ACTIONS_RUNNER_CLAIM_NAME"
-	EnvHookRWO             = workflowreservation.HookRWOEnv
+	EnvHookRWO             = contract.HookRWOEnv
 
 	// WorkVolume is the runner's work volume; its generic ephemeral PVC is
 	// "<runner pod>-work".

@@ -4,7 +4,7 @@
 // exceed allocatable. It also records per-node used and held capacity over
 // time for the report.
 //
-// What a recorded reservation (workflowreservation.Recorded, on its runner
+// What a recorded reservation (contract.Recorded, on its runner
 // pod) holds follows the plugin's rule (pkg/workflowreservation/usage.go):
 //   - before its workflow pod is on a node: the recorded requests, less the
 //     requests of the runner's step pods on the reserved node;
@@ -55,7 +55,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // Sample is a node's state from T on (simulated time), in millicores and
@@ -234,7 +234,7 @@ func (c *Checker) observeEphemeralRunner(obj any) {
 	if !ok {
 		return
 	}
-	job := workflowreservation.EphemeralRunnerJob(er)
+	job := contract.EphemeralRunnerJob(er)
 	if job == "" {
 		return
 	}
@@ -260,7 +260,7 @@ func (c *Checker) startGraceLocked(runner *v1.Pod) {
 	if c.grace <= 0 || job == "" || !c.recorded[runner.UID] || c.waiting[runner.UID] {
 		return
 	}
-	rec, ok, err := workflowreservation.RecordedReservation(runner)
+	rec, ok, err := contract.RecordedReservation(runner)
 	if !ok || err != nil || rec.StaleJob == job {
 		return
 	}
@@ -324,7 +324,7 @@ func (c *Checker) observe(obj any, deleted bool) {
 			return
 		}
 		c.checkRecordLocked(pod)
-		if _, ok := pod.Annotations[workflowreservation.ReservationAnnotation]; ok && pod.Spec.NodeName != "" && !c.recorded[pod.UID] {
+		if _, ok := pod.Annotations[contract.ReservationAnnotation]; ok && pod.Spec.NodeName != "" && !c.recorded[pod.UID] {
 			// Its EphemeralRunner may have shown the job first.
 			c.recorded[pod.UID] = true
 			c.startGraceLocked(pod)
@@ -390,7 +390,7 @@ func (c *Checker) checkRecordLocked(pod *v1.Pod) {
 	if pod.Spec.NodeName == "" || c.flagged[pod.UID] {
 		return
 	}
-	r, ok, err := workflowreservation.RecordedReservation(pod)
+	r, ok, err := contract.RecordedReservation(pod)
 	if !ok || (err == nil && r.RunnerUID == pod.UID) {
 		return
 	}
@@ -426,7 +426,7 @@ func podAmount(p *v1.Pod) v1.ResourceList {
 
 // heldLocked is what runner's reservation rec holds on its node, given the
 // node's non-terminal pods; step says it is step headroom after the claim.
-func (c *Checker) heldLocked(runner *v1.Pod, rec workflowreservation.Recorded, onNode []*v1.Pod) (held v1.ResourceList, step bool) {
+func (c *Checker) heldLocked(runner *v1.Pod, rec contract.Recorded, onNode []*v1.Pod) (held v1.ResourceList, step bool) {
 	wfUID, claimed := c.workflow[runner.UID]
 	steps := v1.ResourceList{}
 	for _, p := range onNode {
@@ -463,7 +463,7 @@ func (c *Checker) heldLocked(runner *v1.Pod, rec workflowreservation.Recorded, o
 // before the workflow pod, rec.Requests less the step pods; after it, the
 // recorded requests less the workflow pod's, at most rec.StepRequests, less
 // the step pods. Never below zero.
-func Held(rec workflowreservation.Recorded, workflow, steps v1.ResourceList) v1.ResourceList {
+func Held(rec contract.Recorded, workflow, steps v1.ResourceList) v1.ResourceList {
 	if workflow == nil {
 		return atLeastZero(sub(rec.Requests, steps))
 	}
@@ -503,7 +503,7 @@ func (c *Checker) checkLocked(node string) {
 			addTo(used, req)
 			parts = append(parts, fmt.Sprintf("%s(uid %s) runs cpu=%s", p.Name, p.UID, req.Cpu()))
 		}
-		rec, ok, err := workflowreservation.RecordedReservation(p)
+		rec, ok, err := contract.RecordedReservation(p)
 		if !ok || err != nil || rec.Node != node {
 			continue
 		}
@@ -551,7 +551,7 @@ func (c *Checker) checkLocked(node string) {
 // a workflow or a step pod. (A pair pod is told by its label alone: the
 // plugin's full check is not exported.)
 func tandemOwn(pod *v1.Pod) bool {
-	return workflowreservation.IsPlaceholder(pod) || pod.Labels[workflowreservation.PairPodLabel] == "true"
+	return contract.IsPlaceholder(pod) || pod.Labels[contract.PairPodLabel] == "true"
 }
 
 // placeholdersLocked returns, by runner UID, the requests (one pod
@@ -563,14 +563,14 @@ func tandemOwn(pod *v1.Pod) bool {
 func (c *Checker) placeholdersLocked(node string, onNode []*v1.Pod) map[types.UID]v1.ResourceList {
 	holds := map[types.UID]v1.ResourceList{}
 	for _, p := range onNode {
-		if p.Status.Phase != v1.PodRunning || !workflowreservation.IsPlaceholder(p) {
+		if p.Status.Phase != v1.PodRunning || !contract.IsPlaceholder(p) {
 			continue
 		}
 		runner := c.pods[metav1.GetControllerOf(p).UID]
-		if runner == nil || isTerminal(runner) || !workflowreservation.IsPlaceholderOf(p, runner) {
+		if runner == nil || isTerminal(runner) || !contract.IsPlaceholderOf(p, runner) {
 			continue
 		}
-		if rec, ok, err := workflowreservation.RecordedReservation(runner); ok && err == nil && rec.Node == node {
+		if rec, ok, err := contract.RecordedReservation(runner); ok && err == nil && rec.Node == node {
 			holds[runner.UID] = podAmount(p)
 		}
 	}
@@ -580,7 +580,7 @@ func (c *Checker) placeholdersLocked(node string, onNode []*v1.Pod) map[types.UI
 // holdOf returns the requests of p if it is a placeholder that holds
 // (placeholdersLocked) its runner's reservation, else nil.
 func (c *Checker) holdOf(p *v1.Pod, holds map[types.UID]v1.ResourceList) v1.ResourceList {
-	if !workflowreservation.IsPlaceholder(p) || p.Status.Phase != v1.PodRunning {
+	if !contract.IsPlaceholder(p) || p.Status.Phase != v1.PodRunning {
 		return nil
 	}
 	return holds[metav1.GetControllerOf(p).UID]
@@ -687,7 +687,7 @@ func (c *Checker) Reservations() []string {
 	var out []string
 	for _, pods := range onNode {
 		for _, p := range pods {
-			rec, ok, err := workflowreservation.RecordedReservation(p)
+			rec, ok, err := contract.RecordedReservation(p)
 			if !ok || err != nil {
 				continue
 			}

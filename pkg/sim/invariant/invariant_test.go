@@ -14,7 +14,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 type fixedClock struct{}
@@ -25,7 +25,7 @@ func TestChecker(t *testing.T) {
 	cpu := func(q string) map[v1.ResourceName]string { return map[v1.ResourceName]string{v1.ResourceCPU: q} }
 	// A runner bound to n1 holding 2 cpu for its workflow pod.
 	runner := st.MakePod().Namespace("ns").Name("r1").UID("r1").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).
-		Annotation(workflowreservation.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation","runnerUID":"r1"}`).Obj()
+		Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation","runnerUID":"r1"}`).Obj()
 	other := func(q string) *v1.Pod {
 		return st.MakePod().Namespace("ns").Name("other").UID("other").Node("n1").Req(cpu(q)).Phase(v1.PodRunning).Obj()
 	}
@@ -40,23 +40,23 @@ func TestChecker(t *testing.T) {
 		return `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation","runnerUID":"` + uid + `"}`
 	}
 	r1a := st.MakePod().Namespace("ns").Name("r1").UID("r1a").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).CreationTimestamp(at(10)).
-		Annotation(workflowreservation.ReservationAnnotation, reserved("r1a")).Obj()
+		Annotation(contract.ReservationAnnotation, reserved("r1a")).Obj()
 	wf1a := st.MakePod().Namespace("ns").Name("r1-workflow").UID("wf1a").Node("n1").Req(cpu("2")).
 		Label("runner-pod", "r1").Phase(v1.PodRunning).CreationTimestamp(at(20)).Obj()
 	r1b := func(created int64) *v1.Pod {
 		return st.MakePod().Namespace("ns").Name("r1").UID("r1b").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).CreationTimestamp(at(created)).
-			Annotation(workflowreservation.ReservationAnnotation, reserved("r1b")).Obj()
+			Annotation(contract.ReservationAnnotation, reserved("r1b")).Obj()
 	}
 	wf1b := st.MakePod().Namespace("ns").Name("r1-workflow").UID("wf1b").Node("n1").Req(cpu("2")).
 		Label("runner-pod", "r1").Phase(v1.PodRunning).CreationTimestamp(at(40)).Obj()
 	// r1's placeholder (reservationMode: Pods): 2 cpu, what r1 holds.
 	hold := st.MakePod().Namespace("ns").Name("r1-hold").UID("hold").Node("n1").Req(cpu("2")).Phase(v1.PodRunning).
-		Label(workflowreservation.PlaceholderLabel, "true").Annotation(workflowreservation.PlaceholderOfAnnotation, "r1").Obj()
+		Label(contract.PlaceholderLabel, "true").Annotation(contract.PlaceholderOfAnnotation, "r1").Obj()
 	hold.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "r1", UID: "r1", Controller: ptr.To(true)}}
 	labelledHold := hold.DeepCopy()
 	labelledHold.Labels["runner-pod"] = "r1"
 	pairPod := st.MakePod().Namespace("ns").Name("r2-pair").UID("pair").Req(cpu("3")).
-		Label(workflowreservation.PairPodLabel, "true").Annotation(workflowreservation.PairOfAnnotation, "r2").Obj()
+		Label(contract.PairPodLabel, "true").Annotation(contract.PairOfAnnotation, "r2").Obj()
 	// gone marks a delete event.
 	gone := func(p *v1.Pod) *v1.Pod {
 		p = p.DeepCopy()
@@ -108,13 +108,13 @@ func TestChecker(t *testing.T) {
 		},
 		"a record for another pod UID is flagged, and still counted": {
 			pods: []*v1.Pod{st.MakePod().Namespace("ns").Name("r2").UID("r2").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).
-				Annotation(workflowreservation.ReservationAnnotation, reserved("r1a")).Obj(), other("1")},
+				Annotation(contract.ReservationAnnotation, reserved("r1a")).Obj(), other("1")},
 			wantViolations:   1,
 			wantReservations: []string{"ns/r2"},
 		},
 		"a record without runnerUID is flagged": {
 			pods: []*v1.Pod{st.MakePod().Namespace("ns").Name("r3").UID("r3").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).
-				Annotation(workflowreservation.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2"}}`).Obj(), other("1500m")},
+				Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2"}}`).Obj(), other("1500m")},
 			wantViolations:   2, // the record, and the overcommit it hides from tandem
 			wantReservations: []string{"ns/r3"},
 		},
@@ -196,9 +196,9 @@ func TestHeld(t *testing.T) {
 		return v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourcePods: resource.MustParse(pods)}
 	}
 	// 2 cpu for the workflow pod, 1 for a step pod, each one pod.
-	rec := workflowreservation.Recorded{Node: "n1", Requests: rl("3", "2"), StepRequests: rl("1", "1")}
+	rec := contract.Recorded{Node: "n1", Requests: rl("3", "2"), StepRequests: rl("1", "1")}
 	tests := map[string]struct {
-		rec      workflowreservation.Recorded
+		rec      contract.Recorded
 		workflow v1.ResourceList
 		steps    v1.ResourceList
 		want     v1.ResourceList
@@ -211,7 +211,7 @@ func TestHeld(t *testing.T) {
 		"a step pod uses the headroom":                     {rec: rec, workflow: rl("2", "1"), steps: rl("1", "1"), want: rl("0", "0")},
 		"a step pod larger than the headroom: not below 0": {rec: rec, workflow: rl("2", "1"), steps: rl("2", "1"), want: rl("0", "0")},
 		"no step headroom: nothing once the workflow pod is there": {
-			rec: workflowreservation.Recorded{Node: "n1", Requests: rl("2", "1")}, workflow: rl("2", "1"), want: rl("0", "0"),
+			rec: contract.Recorded{Node: "n1", Requests: rl("2", "1")}, workflow: rl("2", "1"), want: rl("0", "0"),
 		},
 	}
 	for name, tc := range tests {
@@ -233,10 +233,10 @@ func TestCheckerJobShapes(t *testing.T) {
 	at := func(sec int64) metav1.Time { return metav1.Unix(sec, 0) }
 	// r1 on n1 (6 cpu): runner 1, workflow pod 2, step headroom 1.
 	runner := st.MakePod().Namespace("ns").Name("r1").UID("r1").Node("n1").Req(cpu("1")).Phase(v1.PodRunning).CreationTimestamp(at(10)).
-		Annotation(workflowreservation.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"3","pods":"2"},"stepRequests":{"cpu":"1","pods":"1"},"source":"hook-template","runnerUID":"r1"}`).Obj()
+		Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"3","pods":"2"},"stepRequests":{"cpu":"1","pods":"1"},"source":"hook-template","runnerUID":"r1"}`).Obj()
 	// The same runner, recorded when its EphemeralRunner showed job 6.
 	staleRunner := runner.DeepCopy()
-	staleRunner.Annotations[workflowreservation.ReservationAnnotation] = `{"node":"n1","requests":{"cpu":"3","pods":"2"},"stepRequests":{"cpu":"1","pods":"1"},"source":"hook-template","staleJob":"6","runnerUID":"r1"}`
+	staleRunner.Annotations[contract.ReservationAnnotation] = `{"node":"n1","requests":{"cpu":"3","pods":"2"},"stepRequests":{"cpu":"1","pods":"1"},"source":"hook-template","staleJob":"6","runnerUID":"r1"}`
 	workflow := func(node string) *v1.Pod {
 		return st.MakePod().Namespace("ns").Name("r1-workflow").UID("wf").Node(node).Req(cpu("2")).
 			Label("runner-pod", "r1").Phase(v1.PodRunning).CreationTimestamp(at(20)).Obj()

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
 )
 
 // run runs kubectl-tandem with args against client, returning stdout and
@@ -175,7 +177,7 @@ func TestNodesCommandWithoutJobs(t *testing.T) {
 // shows each once.
 func TestExplainCommand(t *testing.T) {
 	msg := "0/2 nodes are available: 2 node(s) can't fit runner and workflow pod together. runner arc/r3 needs cpu=250m and its workflow pod cpu=3 (from annotation); no node has room for both"
-	r3 := makePod("arc", "r3").runner().req(rl("cpu=250m")).annotate(WorkflowRequestsAnnotation, "cpu=3").unschedulable(msg).obj()
+	r3 := makePod("arc", "r3").runner().req(rl("cpu=250m")).annotate(contract.WorkflowRequestsAnnotation, "cpu=3").unschedulable(msg).obj()
 	regarding := v1.ObjectReference{Kind: "Pod", Namespace: "arc", Name: "r3", UID: r3.UID}
 	newer := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "arc", Name: "r3.1", UID: "ev-1", CreationTimestamp: metav1.NewTime(t0.Add(50 * time.Minute))},

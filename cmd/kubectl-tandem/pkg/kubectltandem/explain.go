@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
 )
 
 // PodKind is what a pod is to tandem.
@@ -154,9 +156,9 @@ func explain(logger klog.Logger, s *Snapshot, rs []Reservation, pod *v1.Pod, eve
 
 // kindOf says what pod is to tandem and, for a workflow or step pod, whose.
 func (s *Snapshot) kindOf(pod *v1.Pod) (kind PodKind, why, runner string) {
-	if name := pod.Annotations[PairOfAnnotation]; pod.Labels[PairPodLabel] == "true" && name != "" {
+	if name := pod.Annotations[contract.PairOfAnnotation]; pod.Labels[contract.PairPodLabel] == "true" && name != "" {
 		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "Pod" && ref.Name == name {
-			return KindPair, fmt.Sprintf("label %s, controlled by runner %s", PairPodLabel, name), name
+			return KindPair, fmt.Sprintf("label %s, controlled by runner %s", contract.PairPodLabel, name), name
 		}
 	}
 	if s.rules.isRunner(pod) {
@@ -202,7 +204,7 @@ var postFilterMessage = regexp.MustCompile(`its workflow pod (\S+) \(from ([a-z-
 // annotations; the hook template itself is not read.
 func sizeOf(pod *v1.Pod, r *Reservation, scheduled *Condition) *Size {
 	sz := &Size{}
-	for _, a := range []string{WorkflowRequestsAnnotation, StepRequestsAnnotation, HostPortsAnnotation} {
+	for _, a := range []string{contract.WorkflowRequestsAnnotation, contract.StepRequestsAnnotation, contract.HostPortsAnnotation} {
 		if v, ok := pod.Annotations[a]; ok {
 			if sz.Annotations == nil {
 				sz.Annotations = map[string]string{}
@@ -226,22 +228,22 @@ func sizeOf(pod *v1.Pod, r *Reservation, scheduled *Condition) *Size {
 			}
 		}
 	}
-	if v, ok := pod.Annotations[WorkflowRequestsAnnotation]; ok {
+	if v, ok := pod.Annotations[contract.WorkflowRequestsAnnotation]; ok {
 		rl, err := parseResourceList(v)
 		if err == nil {
-			sz.Workflow, sz.From = add(rl, onePod()), "annotation "+WorkflowRequestsAnnotation
-			if v, ok := pod.Annotations[StepRequestsAnnotation]; ok && !strings.EqualFold(strings.TrimSpace(v), "template") {
+			sz.Workflow, sz.From = add(rl, onePod()), "annotation "+contract.WorkflowRequestsAnnotation
+			if v, ok := pod.Annotations[contract.StepRequestsAnnotation]; ok && !strings.EqualFold(strings.TrimSpace(v), "template") {
 				if step, err := parseResourceList(v); err == nil {
 					sz.Step = add(step, onePod())
 				} else {
-					sz.Problems = append(sz.Problems, fmt.Sprintf("annotation %s: %v (tandem then uses defaultStepRequests)", StepRequestsAnnotation, err))
+					sz.Problems = append(sz.Problems, fmt.Sprintf("annotation %s: %v (tandem then uses defaultStepRequests)", contract.StepRequestsAnnotation, err))
 				}
 			} else {
 				sz.From += "; plus defaultStepRequests or the hook template's step size, if tandem is configured with one"
 			}
 			return sz
 		}
-		sz.Problems = append(sz.Problems, fmt.Sprintf("annotation %s: %v (tandem then tries the hook template, then defaultWorkflowRequests)", WorkflowRequestsAnnotation, err))
+		sz.Problems = append(sz.Problems, fmt.Sprintf("annotation %s: %v (tandem then tries the hook template, then defaultWorkflowRequests)", contract.WorkflowRequestsAnnotation, err))
 	}
 	if path := hookTemplatePath(pod); path != "" {
 		sz.From = fmt.Sprintf("its hook template (%s) decides; kubectl-tandem does not read hook templates", path)
@@ -255,7 +257,7 @@ func sizeOf(pod *v1.Pod, r *Reservation, scheduled *Condition) *Size {
 func hookTemplatePath(pod *v1.Pod) string {
 	for _, c := range pod.Spec.Containers {
 		for _, env := range c.Env {
-			if env.Name == HookTemplateEnv && env.Value != "" {
+			if env.Name == contract.HookTemplateEnv && env.Value != "" {
 				return env.Value
 			}
 		}

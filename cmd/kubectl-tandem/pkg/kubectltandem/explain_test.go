@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
 )
 
 func TestExplainVerdict(t *testing.T) {
@@ -21,7 +23,7 @@ func TestExplainVerdict(t *testing.T) {
 	// r1 holds cpu=2,memory=4Gi on n1: 1750m and 11776Mi free there; n2 is
 	// empty, with more cpu and less memory.
 	r1 := makePod("arc", "r1").runner().req(rl("cpu=250m,memory=512Mi")).node("n1").
-		record(Record{Node: "n1", Requests: rl("cpu=2,memory=4Gi,pods=1"), Source: "annotation"}).obj()
+		record(contract.Recorded{Node: "n1", Requests: rl("cpu=2,memory=4Gi,pods=1"), Source: "annotation"}).obj()
 	testCases := map[string]struct {
 		nodes    []*v1.Node
 		pods     []*v1.Pod
@@ -31,7 +33,7 @@ func TestExplainVerdict(t *testing.T) {
 		want     string
 	}{
 		"runner too big for every node": {
-			pod:      makePod("arc", "r3").runner().req(rl("cpu=250m")).annotate(WorkflowRequestsAnnotation, "cpu=2").obj(),
+			pod:      makePod("arc", "r3").runner().req(rl("cpu=250m")).annotate(contract.WorkflowRequestsAnnotation, "cpu=2").obj(),
 			wantKind: KindRunner,
 			want:     "no node has cpu=2250m free after reservations; the largest is n2 with 2",
 		},
@@ -42,26 +44,26 @@ func TestExplainVerdict(t *testing.T) {
 			want:     "no node has cpu=1900m,memory=10Gi free at once after reservations: n1 lacks cpu=1750m, n2 lacks memory=8Gi",
 		},
 		"runner short of two resources": {
-			pod:      makePod("arc", "r3").runner().annotate(WorkflowRequestsAnnotation, "cpu=3,memory=40Gi").obj(),
+			pod:      makePod("arc", "r3").runner().annotate(contract.WorkflowRequestsAnnotation, "cpu=3,memory=40Gi").obj(),
 			wantKind: KindRunner,
 			want:     "no node has cpu=3 or memory=40Gi free after reservations; the largest are n2 with cpu=2 and n1 with memory=11776Mi",
 		},
 		"runner that fits": {
-			pod:      makePod("arc", "r3").runner().req(rl("cpu=250m")).annotate(WorkflowRequestsAnnotation, "cpu=1").obj(),
+			pod:      makePod("arc", "r3").runner().req(rl("cpu=250m")).annotate(contract.WorkflowRequestsAnnotation, "cpu=1").obj(),
 			wantKind: KindRunner,
 			want:     "n1, n2 have room for cpu=1250m after reservations; if it stays pending, something kubectl-tandem does not check stops it (pod affinity, topology spread, host ports, volumes): see the PodScheduled message",
 		},
 		"runner sized by its hook template": {
 			pod: func() *v1.Pod {
 				p := makePod("arc", "r3").runner().req(rl("cpu=3")).obj()
-				p.Spec.Containers[0].Env = []v1.EnvVar{{Name: HookTemplateEnv, Value: "/home/runner/pod-templates/default.yaml"}}
+				p.Spec.Containers[0].Env = []v1.EnvVar{{Name: contract.HookTemplateEnv, Value: "/home/runner/pod-templates/default.yaml"}}
 				return p
 			}(),
 			wantKind: KindRunner,
 			want:     "its workflow pod's size is unknown here (its hook template (/home/runner/pod-templates/default.yaml) decides; kubectl-tandem does not read hook templates); for the runner alone: no node has cpu=3 free after reservations; the largest is n2 with 2",
 		},
 		"runner whose size source is broken": {
-			pod: makePod("arc", "r3").runner().annotate(WorkflowRequestsAnnotation, "cpu").
+			pod: makePod("arc", "r3").runner().annotate(contract.WorkflowRequestsAnnotation, "cpu").
 				unschedulable("runner arc/r3: the size of its workflow pod is unknown (annotation tandem.dev/workflow-requests=\"cpu\": \"cpu\" is not name=quantity) and no defaultWorkflowRequests is configured").obj(),
 			wantKind: KindRunner,
 			want:     "tandem does not know how big its workflow pod will be (see the InvalidWorkflowSize events): fix the sizing source, or configure defaultWorkflowRequests",
@@ -69,8 +71,8 @@ func TestExplainVerdict(t *testing.T) {
 		"pair pod of a waiting runner": {
 			pod: func() *v1.Pod {
 				p := makePod("arc", "r3-pair").req(rl("cpu=3")).obj()
-				p.Labels = map[string]string{PairPodLabel: "true"}
-				p.Annotations = map[string]string{PairOfAnnotation: "r3"}
+				p.Labels = map[string]string{contract.PairPodLabel: "true"}
+				p.Annotations = map[string]string{contract.PairOfAnnotation: "r3"}
 				yes := true
 				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "r3", UID: "r3", Controller: &yes}}
 				return p
@@ -91,7 +93,7 @@ func TestExplainVerdict(t *testing.T) {
 				}
 				return ns
 			}(),
-			pod:      makePod("arc", "r3").runner().annotate(WorkflowRequestsAnnotation, "cpu=1").obj(),
+			pod:      makePod("arc", "r3").runner().annotate(contract.WorkflowRequestsAnnotation, "cpu=1").obj(),
 			wantKind: KindRunner,
 			want:     "no node matches its nodeSelector, required node affinity, tolerations (or nodeName)",
 		},
@@ -107,7 +109,7 @@ func TestExplainVerdict(t *testing.T) {
 				"tandem's reconciler sizes such a runner again from its sources and holds that room in its memory only (its WorkflowReservationRepaired event says how much), which kubectl-tandem does not count",
 		},
 		"bound runner with a copied record, repaired by the reconciler": {
-			pod:      makePod("arc", "r3").runner().node("n2").record(Record{Node: "n2", Requests: rl("cpu=1"), RunnerUID: "another"}).obj(),
+			pod:      makePod("arc", "r3").runner().node("n2").record(contract.Recorded{Node: "n2", Requests: rl("cpu=1"), RunnerUID: "another"}).obj(),
 			events:   []Event{{Reason: "WorkflowReservationRepaired", Note: "Bound without a recorded reservation: holding cpu=1 on node n2 for its workflow pod from now on (size from default)"}},
 			wantKind: KindRunner,
 			want: `bound to node n2; its recorded reservation holds nothing (recorded for pod UID "another", not this pod (r3-uid)): ` +
@@ -183,10 +185,10 @@ func containsPod(pods []*v1.Pod, p *v1.Pod) bool {
 
 func TestPrintExplanation(t *testing.T) {
 	r1 := makePod("arc", "r1").runner().req(rl("cpu=250m,memory=512Mi")).node("n1").
-		record(Record{Node: "n1", Requests: rl("cpu=2,memory=4Gi,pods=1"), Source: "annotation"}).obj()
+		record(contract.Recorded{Node: "n1", Requests: rl("cpu=2,memory=4Gi,pods=1"), Source: "annotation"}).obj()
 	msg := "0/2 nodes are available: 1 node(s) can't fit runner and workflow pod together, 1 node(s) had untolerated taint {dedicated: gpu}. " +
 		"runner arc/r3 needs cpu=250m and its workflow pod cpu=2 (from annotation); no node has room for both"
-	r3 := makePod("arc", "r3").runner().req(rl("cpu=250m")).annotate(WorkflowRequestsAnnotation, "cpu=2").unschedulable(msg).obj()
+	r3 := makePod("arc", "r3").runner().req(rl("cpu=250m")).annotate(contract.WorkflowRequestsAnnotation, "cpu=2").unschedulable(msg).obj()
 	gpu := makeNode("gpu-1", rl("cpu=8,memory=32Gi,pods=110"))
 	gpu.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}}
 	s := snapshot([]*v1.Node{makeNode("n1", rl("cpu=4,memory=16Gi,pods=110")), gpu}, []*v1.Pod{r1, r3}, nil)

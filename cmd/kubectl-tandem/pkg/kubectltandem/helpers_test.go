@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
 )
 
 // t0 is when the test objects were created.
@@ -89,7 +91,7 @@ func (p *podWrapper) ownedByJob(j *batchv1.Job) *podWrapper {
 // placeholderOf makes the pod runner's placeholder (reservationMode Pods).
 func (p *podWrapper) placeholderOf(runner string) *podWrapper {
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: runner, UID: types.UID(runner), Controller: ptr.To(true)}}
-	return p.label(PlaceholderLabel, "true").annotate(PlaceholderOfAnnotation, runner)
+	return p.label(contract.PlaceholderLabel, "true").annotate(contract.PlaceholderOfAnnotation, runner)
 }
 
 func (p *podWrapper) nodeSelector(k, v string) *podWrapper {
@@ -98,7 +100,7 @@ func (p *podWrapper) nodeSelector(k, v string) *podWrapper {
 }
 
 // record records rec on the pod (its UID unless rec names one).
-func (p *podWrapper) record(rec Record) *podWrapper {
+func (p *podWrapper) record(rec contract.Recorded) *podWrapper {
 	if rec.RunnerUID == "" {
 		rec.RunnerUID = p.UID
 	}
@@ -106,7 +108,7 @@ func (p *podWrapper) record(rec Record) *podWrapper {
 	if err != nil {
 		panic(err)
 	}
-	return p.annotate(ReservationAnnotation, string(data))
+	return p.annotate(contract.ReservationAnnotation, string(data))
 }
 
 func makeNode(name string, alloc v1.ResourceList) *v1.Node {

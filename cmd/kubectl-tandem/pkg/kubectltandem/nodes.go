@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
 )
 
 // NodeUsage is a node's room once reservations are counted.
@@ -52,7 +54,7 @@ func nodeUsage(s *Snapshot, rs []Reservation) []NodeUsage {
 	}
 	requested := map[string]v1.ResourceList{}
 	for _, p := range s.Pods {
-		if p.Spec.NodeName == "" || isTerminal(p) || holders[p.UID] || isPlaceholder(p) {
+		if p.Spec.NodeName == "" || isTerminal(p) || holders[p.UID] || contract.IsPlaceholder(p) {
 			// A placeholder's room is its reservation's: counted as reserved.
 			continue
 		}
@@ -141,14 +143,4 @@ func otherFree(u NodeUsage) string {
 		parts = append(parts, string(n)+"="+q.String())
 	}
 	return strings.Join(parts, ",")
-}
-
-// isPlaceholder reports whether pod is a placeholder: labelled, and
-// controlled by the runner pod it names.
-func isPlaceholder(pod *v1.Pod) bool {
-	if pod.Labels[PlaceholderLabel] != "true" {
-		return false
-	}
-	ref := metav1.GetControllerOf(pod)
-	return ref != nil && ref.Kind == "Pod" && ref.Name == pod.Annotations[PlaceholderOfAnnotation]
 }

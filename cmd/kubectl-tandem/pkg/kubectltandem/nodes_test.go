@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
 )
 
 // cluster is a small cluster for the table tests: node n1 with a held
@@ -19,14 +21,14 @@ func cluster() *Snapshot {
 		},
 		[]*v1.Pod{
 			makePod("arc", "r1").runner().req(rl("cpu=250m,memory=512Mi")).node("n1").
-				record(Record{Node: "n1", Requests: rl("cpu=2,memory=4Gi,pods=1"), Source: "annotation"}).obj(),
+				record(contract.Recorded{Node: "n1", Requests: rl("cpu=2,memory=4Gi,pods=1"), Source: "annotation"}).obj(),
 			makePod("arc", "r2").runner().req(rl("cpu=250m,memory=512Mi")).node("n2").
-				record(Record{Node: "n2", Requests: rl("cpu=2,memory=2Gi,nvidia.com/gpu=1,pods=2"), StepRequests: rl("cpu=500m,pods=1"), Source: "hook-template", HostPorts: []string{"6379/TCP"}}).obj(),
+				record(contract.Recorded{Node: "n2", Requests: rl("cpu=2,memory=2Gi,nvidia.com/gpu=1,pods=2"), StepRequests: rl("cpu=500m,pods=1"), Source: "hook-template", HostPorts: []string{"6379/TCP"}}).obj(),
 			// r1's reservation held by a placeholder: reserved, not requested.
 			makePod("arc", "r1-hold").placeholderOf("r1").req(rl("cpu=2,memory=4Gi")).node("n1").obj(),
 			makePod("arc", "r2-workflow").workflowOf("r2").req(rl("cpu=1500m,memory=2Gi,nvidia.com/gpu=1")).node("n2").obj(),
 			makePod("ci", "build").req(rl("cpu=1")).node("n2").obj(),
-			makePod("ci", "forged").runner().node("n1").record(Record{Node: "n1", Requests: rl("cpu=3"), RunnerUID: "copied"}).obj(),
+			makePod("ci", "forged").runner().node("n1").record(contract.Recorded{Node: "n1", Requests: rl("cpu=3"), RunnerUID: "copied"}).obj(),
 			makePod("ci", "done").req(rl("cpu=3")).node("n1").phase(v1.PodSucceeded).obj(),
 			makePod("ci", "waiting").req(rl("cpu=3")).obj(),
 		},

@@ -5,15 +5,17 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
 )
 
 // The plugin's checks of a record (reservationFromPod and trusted).
 func TestInvalid(t *testing.T) {
-	good := Record{Node: "n1", Requests: rl("cpu=2,pods=2"), StepRequests: rl("cpu=500m,pods=1"), HostPorts: []string{"6379", "53/udp"}}
+	good := contract.Recorded{Node: "n1", Requests: rl("cpu=2,pods=2"), StepRequests: rl("cpu=500m,pods=1"), HostPorts: []string{"6379", "53/udp"}}
 	runner := makePod("arc", "r1").runner().node("n1")
 	testCases := map[string]struct {
 		pod  *podWrapper
-		rec  func(Record) Record
+		rec  func(contract.Recorded) contract.Recorded
 		want string
 	}{
 		"valid": {pod: runner},
@@ -27,7 +29,7 @@ func TestInvalid(t *testing.T) {
 		},
 		"recorded for another pod": {
 			pod:  runner,
-			rec:  func(r Record) Record { r.RunnerUID = "someone-else"; return r },
+			rec:  func(r contract.Recorded) contract.Recorded { r.RunnerUID = "someone-else"; return r },
 			want: `recorded for pod UID "someone-else", not this pod (r1-uid)`,
 		},
 		"not bound": {
@@ -40,12 +42,12 @@ func TestInvalid(t *testing.T) {
 		},
 		"asks for nothing": {
 			pod:  runner,
-			rec:  func(r Record) Record { r.Requests, r.StepRequests = rl("cpu=0"), nil; return r },
-			want: "holds no valid requests (-)",
+			rec:  func(r contract.Recorded) contract.Recorded { r.Requests, r.StepRequests = rl("cpu=0"), nil; return r },
+			want: "holds no valid requests (cpu=0)",
 		},
 		"negative": {
 			pod: runner,
-			rec: func(r Record) Record {
+			rec: func(r contract.Recorded) contract.Recorded {
 				r.Requests, r.StepRequests = rl("cpu=1"), nil
 				r.Requests["memory"] = q("-1Gi")
 				return r
@@ -54,17 +56,17 @@ func TestInvalid(t *testing.T) {
 		},
 		"step headroom beyond the size": {
 			pod:  runner,
-			rec:  func(r Record) Record { r.StepRequests = rl("cpu=3"); return r },
+			rec:  func(r contract.Recorded) contract.Recorded { r.StepRequests = rl("cpu=3"); return r },
 			want: "stepRequests cpu=3 are not within requests cpu=2,pods=2",
 		},
 		"unreadable host port": {
 			pod:  runner,
-			rec:  func(r Record) Record { r.HostPorts = []string{"6379/QUIC"}; return r },
+			rec:  func(r contract.Recorded) contract.Recorded { r.HostPorts = []string{"6379/QUIC"}; return r },
 			want: `host port "6379/QUIC": protocol "QUIC" is not TCP, UDP or SCTP`,
 		},
 		"host port out of range": {
 			pod:  runner,
-			rec:  func(r Record) Record { r.HostPorts = []string{"70000"}; return r },
+			rec:  func(r contract.Recorded) contract.Recorded { r.HostPorts = []string{"70000"}; return r },
 			want: `host port "70000": want a port from 1 to 65535, optionally /TCP, /UDP or /SCTP`,
 		},
 	}
@@ -83,19 +85,19 @@ func TestInvalid(t *testing.T) {
 	}
 }
 
-func TestRecordOf(t *testing.T) {
-	pod := makePod("arc", "r1").annotate(ReservationAnnotation,
+func TestRecordedReservation(t *testing.T) {
+	pod := makePod("arc", "r1").annotate(contract.ReservationAnnotation,
 		`{"node":"n1","requests":{"cpu":"2500m","memory":"5Gi","pods":"1"},"source":"hook-template","runnerUID":"u1","staleWorkflowPods":["w0"],"stepRequests":{"cpu":"500m"},"hostPorts":["6379/TCP"]}`).obj()
-	got, ok, err := RecordOf(pod)
+	got, ok, err := contract.RecordedReservation(pod)
 	if err != nil || !ok {
-		t.Fatalf("RecordOf = %v, %v", ok, err)
+		t.Fatalf("RecordedReservation = %v, %v", ok, err)
 	}
-	want := Record{Node: "n1", Requests: rl("cpu=2500m,memory=5Gi,pods=1"), Source: "hook-template", RunnerUID: "u1",
+	want := contract.Recorded{Node: "n1", Requests: rl("cpu=2500m,memory=5Gi,pods=1"), Source: "hook-template", RunnerUID: "u1",
 		StaleWorkflowPods: []types.UID{"w0"}, StepRequests: rl("cpu=500m"), HostPorts: []string{"6379/TCP"}}
 	if diff := cmp.Diff(want, got, quantities); diff != "" {
-		t.Errorf("RecordOf (-want,+got):\n%s", diff)
+		t.Errorf("RecordedReservation (-want,+got):\n%s", diff)
 	}
-	if _, ok, _ := RecordOf(makePod("arc", "r2").obj()); ok {
-		t.Error("RecordOf found a record on a pod without one")
+	if _, ok, _ := contract.RecordedReservation(makePod("arc", "r2").obj()); ok {
+		t.Error("RecordedReservation found a record on a pod without one")
 	}
 }

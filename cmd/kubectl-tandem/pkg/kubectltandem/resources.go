@@ -84,15 +84,6 @@ func isZero(l v1.ResourceList) bool {
 	return true
 }
 
-func isNegative(l v1.ResourceList) bool {
-	for _, q := range l {
-		if q.Sign() < 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // short returns the resources of need that free has less of, in the
 // order of names.
 func short(need, free v1.ResourceList) []v1.ResourceName {

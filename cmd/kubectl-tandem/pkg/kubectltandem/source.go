@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
 )
 
 // Phase is where a reservation is in its life, as tandem's metrics name it.
@@ -94,14 +96,14 @@ func (AnnotationSource) Reservations(s *Snapshot) []Reservation {
 		if isTerminal(pod) {
 			continue
 		}
-		rec, ok, err := RecordOf(pod)
+		rec, ok, err := contract.RecordedReservation(pod)
 		if !ok {
 			continue
 		}
 		r := Reservation{
 			Namespace: pod.Namespace, Runner: pod.Name, RunnerUID: rec.RunnerUID,
 			Node: rec.Node, Requests: rec.Requests, StepRequests: rec.StepRequests,
-			HostPorts: rec.HostPorts, Source: rec.Source, StaleWorkflowPods: rec.StaleWorkflowPods,
+			HostPorts: rec.HostPorts, Source: string(rec.Source), StaleWorkflowPods: rec.StaleWorkflowPods,
 			Since: scheduledSince(pod),
 		}
 		if err != nil {
@@ -159,7 +161,7 @@ type usage struct {
 // A workflow pod that came and was deleted leaves no trace in the API:
 // such a reservation shows as held until its runner ends, as tandem holds
 // it after a restart (docs/reliability.md).
-func holds(rec Record, runner *v1.Pod, pods []runnerPod) usage {
+func holds(rec contract.Recorded, runner *v1.Pod, pods []runnerPod) usage {
 	var mine []runnerPod
 	for _, rp := range pods {
 		if !rp.pod.CreationTimestamp.Before(&runner.CreationTimestamp) && !slices.Contains(rec.StaleWorkflowPods, rp.pod.UID) {

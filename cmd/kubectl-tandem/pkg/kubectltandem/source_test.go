@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
 )
 
 // quantities compares quantities by value ("1000m" is "1") and treats an
@@ -23,11 +25,11 @@ var quantities = cmp.Options{
 func TestHolds(t *testing.T) {
 	// 2 cpu reserved: 1500m for the workflow pod, 500m (and a pod) of step
 	// headroom.
-	rec := Record{Node: "n1", Requests: rl("cpu=2,memory=3Gi,pods=2"), StepRequests: rl("cpu=500m,memory=1Gi,pods=1"), Source: "annotation", HostPorts: []string{"6379/TCP"}}
+	rec := contract.Recorded{Node: "n1", Requests: rl("cpu=2,memory=3Gi,pods=2"), StepRequests: rl("cpu=500m,memory=1Gi,pods=1"), Source: "annotation", HostPorts: []string{"6379/TCP"}}
 	runner := makePod("arc", "r1").runner().node("n1").obj()
 	job := makeJob("arc", "r1-step", "r1")
 	testCases := map[string]struct {
-		rec  Record
+		rec  contract.Recorded
 		pods []*v1.Pod
 		jobs []*batchv1.Job
 		want usage
@@ -91,7 +93,7 @@ func TestHolds(t *testing.T) {
 			want: usage{phase: PhaseHeld, holds: rl("cpu=2,memory=3Gi,pods=2"), ports: []string{"6379/TCP"}},
 		},
 		"an earlier runner's workflow pod recorded as stale claims nothing": {
-			rec: func() Record {
+			rec: func() contract.Recorded {
 				r := rec
 				r.StaleWorkflowPods = []types.UID{"r1-workflow-uid"}
 				return r
@@ -100,7 +102,7 @@ func TestHolds(t *testing.T) {
 			want: usage{phase: PhaseHeld, holds: rl("cpu=2,memory=3Gi,pods=2"), ports: []string{"6379/TCP"}},
 		},
 		"without step headroom the claim leaves nothing": {
-			rec:  Record{Node: "n1", Requests: rl("cpu=1500m,pods=1")},
+			rec:  contract.Recorded{Node: "n1", Requests: rl("cpu=1500m,pods=1")},
 			pods: []*v1.Pod{makePod("arc", "r1-workflow").workflowOf("r1").req(rl("cpu=1")).node("n1").obj()},
 			want: usage{phase: PhaseClaimed, holds: rl(""), workflowPod: "r1-workflow"},
 		},
@@ -117,7 +119,7 @@ func TestHolds(t *testing.T) {
 }
 
 func TestAnnotationSource(t *testing.T) {
-	rec := Record{Node: "n1", Requests: rl("cpu=1,pods=1"), Source: "hook-template"}
+	rec := contract.Recorded{Node: "n1", Requests: rl("cpu=1,pods=1"), Source: "hook-template"}
 	since := t0.Add(time.Minute)
 	testCases := map[string]struct {
 		pods []*v1.Pod
@@ -134,7 +136,7 @@ func TestAnnotationSource(t *testing.T) {
 			},
 		},
 		"a record copied from another pod holds nothing": {
-			pods: []*v1.Pod{makePod("arc", "r1").runner().node("n1").record(Record{Node: "n1", Requests: rl("cpu=1"), RunnerUID: "other"}).obj()},
+			pods: []*v1.Pod{makePod("arc", "r1").runner().node("n1").record(contract.Recorded{Node: "n1", Requests: rl("cpu=1"), RunnerUID: "other"}).obj()},
 			want: []Reservation{{Namespace: "arc", Runner: "r1", RunnerUID: "other", Node: "n1", Requests: rl("cpu=1"), Phase: PhaseInvalid,
 				Invalid: `recorded for pod UID "other", not this pod (r1-uid)`, Resized: true, Since: since}},
 		},
@@ -144,7 +146,7 @@ func TestAnnotationSource(t *testing.T) {
 				Invalid: `the pod's scheduler "default-scheduler" is not tandem (--scheduler-name)`, Since: since}},
 		},
 		"an unreadable record": {
-			pods: []*v1.Pod{makePod("arc", "r1").runner().node("n1").annotate(ReservationAnnotation, "{").obj()},
+			pods: []*v1.Pod{makePod("arc", "r1").runner().node("n1").annotate(contract.ReservationAnnotation, "{").obj()},
 			want: []Reservation{{Namespace: "arc", Runner: "r1", Phase: PhaseInvalid,
 				Invalid: "unreadable: annotation tandem.dev/reservation: unexpected end of JSON input", Resized: true, Since: since}},
 		},

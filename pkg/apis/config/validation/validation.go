@@ -15,6 +15,7 @@ import (
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // standardContainerResources are the unprefixed resource names a container
@@ -68,9 +69,9 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 		allErrs = append(allErrs, field.NotSupported(path.Child("reservationMode"), args.ReservationMode,
 			[]string{config.ReservationModeMemory, config.ReservationModePods}))
 	}
-	seen := map[config.HostPort]bool{}
+	seen := map[contract.HostPort]bool{}
 	for i, s := range args.DefaultHostPorts {
-		p, err := config.ParseHostPort(s)
+		p, err := contract.ParseHostPort(s)
 		if err != nil {
 			allErrs = append(allErrs, field.Invalid(path.Child("defaultHostPorts").Index(i), s, err.Error()))
 			continue

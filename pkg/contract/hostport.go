@@ -1,4 +1,4 @@
-package config
+package contract
 
 import (
 	"fmt"
@@ -9,9 +9,8 @@ import (
 )
 
 // HostPort is a host port a workflow pod will use, as written in
-// defaultHostPorts and in the tandem.dev/host-ports annotation: "6379",
-// "5432/TCP", "53/UDP".
-// +k8s:deepcopy-gen=false
+// defaultHostPorts, in HostPortsAnnotation and in a recorded reservation:
+// "6379", "5432/TCP", "53/UDP".
 type HostPort struct {
 	Protocol v1.Protocol
 	Port     int32

@@ -1,0 +1,65 @@
+package contract
+
+// Event reasons, on the runner unless noted.
+const (
+	// ReasonReserved: room for the workflow pod was reserved.
+	ReasonReserved = "WorkflowCapacityReserved"
+	// ReasonClaimed (on the workflow pod, and on the runner for pods that
+	// bypass the scheduler): the workflow pod took the reservation.
+	ReasonClaimed = "WorkflowReservationClaimed"
+	// ReasonReleased: the reservation was dropped unclaimed.
+	ReasonReleased = "WorkflowReservationReleased"
+	// ReasonInvalidWorkflowSize: a size source is broken; the next is used.
+	ReasonInvalidWorkflowSize = "InvalidWorkflowSize"
+	// ReasonNoWorkflowSize: nothing says how big the workflow pod will be.
+	ReasonNoWorkflowSize = "WorkflowSizeUnknown"
+	// ReasonInvalidReservation: a runner's recorded reservation is unreadable
+	// or was not recorded for this pod.
+	ReasonInvalidReservation = "InvalidReservation"
+	// ReasonNotRecorded: another bind plugin bound the runner, so its
+	// reservation is not recorded on the pod.
+	ReasonNotRecorded = "WorkflowReservationNotRecorded"
+	// ReasonIgnoredAnnotation: a pod that is not a runner carries the sizing
+	// annotation.
+	ReasonIgnoredAnnotation = "WorkflowRequestsIgnored"
+	// ReasonIncompleteHookTemplate: the hook template has no $job container;
+	// the reservation covers its other containers only.
+	ReasonIncompleteHookTemplate = "IncompleteHookTemplate"
+	// ReasonNoReservation (on a workflow pod scheduled by tandem): its runner
+	// holds no reservation it can claim.
+	ReasonNoReservation = "NoWorkflowReservation"
+	// ReasonPairPodCreated: a pending pod of the pair's size now stands for
+	// the waiting runner, for cluster autoscalers.
+	ReasonPairPodCreated = "PairPodCreated"
+	// ReasonPairPodFailed: the pair pod could not be created.
+	ReasonPairPodFailed = "PairPodFailed"
+	// ReasonPlaceholderFailed: a bound runner's placeholder could not be
+	// created (reservationMode: Pods).
+	ReasonPlaceholderFailed = "PlaceholderFailed"
+	// ReasonPlaceholderLost: a bound runner's placeholder was removed by
+	// someone else while its reservation waited for the workflow pod.
+	ReasonPlaceholderLost = "PlaceholderLost"
+	// ReasonRepaired: the reconciler found the reservation out of step with
+	// the cluster and repaired it.
+	ReasonRepaired = "WorkflowReservationRepaired"
+)
+
+// Filter reasons: what `kubectl describe pod` shows in a pending pod's
+// PodScheduled condition when tandem's Filter turned a node away.
+const (
+	// ErrReasonPairDoesNotFit is the Filter reason for a runner whose
+	// workflow pod would not fit next to it.
+	ErrReasonPairDoesNotFit = "node(s) can't fit runner and workflow pod together"
+	// ErrReasonRoomReserved is the Filter reason for a pod that would need
+	// room held for a workflow pod.
+	ErrReasonRoomReserved = "node(s) have their remaining room reserved for workflow pods"
+	// ErrReasonWorkflowDoesNotFit is the Filter reason for a workflow pod
+	// larger than its reservation plus the node's free room.
+	ErrReasonWorkflowDoesNotFit = "node(s) can't fit workflow pod beyond its reservation"
+	// ErrReasonPortsTaken is the Filter reason for a runner whose workflow
+	// pod's host ports are in use or held on the node.
+	ErrReasonPortsTaken = "node(s) have the workflow pod's host ports in use or reserved"
+	// ErrReasonPortReserved is the Filter reason for a pod asking for a
+	// host port held for a workflow pod.
+	ErrReasonPortReserved = "node(s) have the pod's host port reserved for a workflow pod"
+)
