@@ -51,7 +51,7 @@ func schedule(ctx context.Context, pl *WorkflowReservation, pod *v1.Pod, nodes .
 
 func heldReservations(pl *WorkflowReservation) []string {
 	var out []string
-	for _, r := range pl.store.list() {
+	for _, r := range pl.store.List() {
 		state := "held"
 		if r.claimedBy != "" {
 			state = "claimed"
@@ -59,7 +59,7 @@ func heldReservations(pl *WorkflowReservation) []string {
 		if r.done {
 			state = "done"
 		}
-		out = append(out, fmt.Sprintf("%s@%s:%s", r.runner.Name, r.node, state))
+		out = append(out, fmt.Sprintf("%s@%s:%s", r.Runner.Name, r.Node, state))
 	}
 	sort.Strings(out)
 	return out
@@ -79,7 +79,7 @@ func TestBadInput(t *testing.T) {
 	runner1 := runnerPod("r1").Req(units("1")).Node("n1").Obj()
 
 	tests := map[string]struct {
-		reservations []*reservation
+		reservations []*Reservation
 		// act does what the case is about, with ctx carrying the
 		// buffered logger (also given to handlers as logger).
 		act        func(ctx context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status
@@ -186,7 +186,7 @@ func TestBadInput(t *testing.T) {
 			wantLog:   "not a runner; ignoring it",
 		},
 		"a second workflow pod of a claimed runner": {
-			reservations: []*reservation{func() *reservation { r := oneUnitReservation("r1"); r.claimedBy = "first"; return r }()},
+			reservations: []*Reservation{func() *Reservation { r := oneUnitReservation("r1"); r.claimedBy = "first"; return r }()},
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				return schedule(ctx, pl, workflowPod("r1").UID("second").Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
 			},
@@ -195,7 +195,7 @@ func TestBadInput(t *testing.T) {
 			wantHeld:  []string{"r1@n1:claimed"},
 		},
 		"a workflow pod whose runner does not exist": {
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				return schedule(ctx, pl, workflowPod("nobody").Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
 			},
@@ -204,7 +204,7 @@ func TestBadInput(t *testing.T) {
 			wantHeld:  []string{"r1@n1:held"},
 		},
 		"a workflow pod of a terminal runner": {
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			act: func(ctx context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				finished := runner1.DeepCopy()
 				finished.Status.Phase = v1.PodSucceeded
@@ -215,7 +215,7 @@ func TestBadInput(t *testing.T) {
 			wantLog:   "Released reservation",
 		},
 		"a workflow pod bound to another node than its reservation": {
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				pl.onPod(logger, workflowPod("r1").Node("n2").Obj())
 				return nil
@@ -225,7 +225,7 @@ func TestBadInput(t *testing.T) {
 			wantHeld:  []string{"r1@n1:done"},
 		},
 		"a workflow pod larger than its reservation": {
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				return schedule(ctx, pl, workflowPod("r1").Req(units("2")).Obj(), nodeInfo(threeUnits, runner1, st.MakePod().Namespace("x").Name("f").Req(units("1")).Node("n1").Obj()))
 			},
@@ -234,7 +234,7 @@ func TestBadInput(t *testing.T) {
 			wantHeld:   []string{"r1@n1:held"},
 		},
 		"a stale workflow pod of a recreated runner": {
-			reservations: []*reservation{func() *reservation { r := oneUnitReservation("r1"); r.runnerCreated = later.Time; return r }()},
+			reservations: []*Reservation{func() *Reservation { r := oneUnitReservation("r1"); r.RunnerCreated = later.Time; return r }()},
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				return schedule(ctx, pl, workflowPod("r1").CreationTimestamp(earlier).Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
 			},
@@ -243,7 +243,7 @@ func TestBadInput(t *testing.T) {
 			wantHeld:  []string{"r1@n1:held"},
 		},
 		"a node deleted under a reservation": {
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				pl.onNodeDelete(logger, st.MakeNode().Name("n1").Obj())
 				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj())
@@ -283,8 +283,8 @@ func TestBadInput(t *testing.T) {
 				cs := framework.NewCycleState()
 				pl.PreFilter(ctx, cs, pod, nil)
 				pl.Reserve(ctx, cs, pod, "n1")
-				if r, _ := pl.store.get(key("r")); r.size.String() != "cpu=1" {
-					return fwk.NewStatus(fwk.Error, "reservation "+r.size.String()+" taken from the hand-written record")
+				if r, _ := pl.store.Get(key("r")); r.Size.String() != "cpu=1" {
+					return fwk.NewStatus(fwk.Error, "reservation "+r.Size.String()+" taken from the hand-written record")
 				}
 				return fwk.NewStatus(fwk.Success, "the record is replaced by the Binding's")
 			},

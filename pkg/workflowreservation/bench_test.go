@@ -35,10 +35,10 @@ func benchPlugin(b *testing.B, nodes int) (*WorkflowReservation, fwk.NodeInfo) {
 	for i := range benchRunners {
 		node := fmt.Sprintf("n%d", i%nodes)
 		name := fmt.Sprintf("r%d", i)
-		r := &reservation{
-			runner: types.NamespacedName{Namespace: "arc", Name: name}, runnerUID: types.UID(name), node: node,
-			size: amount{MilliCPU: 2500, Memory: 5 << 30, Pods: 2}, step: amount{MilliCPU: 500, Memory: 1 << 30, Pods: 1},
-			source: contract.SourceHookTemplate, bound: true,
+		r := &Reservation{
+			Runner: types.NamespacedName{Namespace: "arc", Name: name}, RunnerUID: types.UID(name), Node: node,
+			Size: Amount{MilliCPU: 2500, Memory: 5 << 30, Pods: 2}, Step: Amount{MilliCPU: 500, Memory: 1 << 30, Pods: 1},
+			Source: contract.SourceHookTemplate, bound: true,
 		}
 		claimed := i%2 == 0
 		if claimed {
@@ -108,10 +108,12 @@ func BenchmarkHandlers(b *testing.B) {
 	benchNodes(b, func(b *testing.B, nodes int) {
 		pl, _ := benchPlugin(b, nodes)
 		wf := workflowPod("r1").Node("n1").Obj()
+		base, _ := pl.store.Get(key("r1"))
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			pl.store.update(key("r1"), func(r *reservation) bool { r.claimedBy, r.done = "", false; return true })
+			r := base // unclaimed, as before the workflow pod came
+			pl.store.Take(&r)
 			pl.onPod(logger, wf)
 			pl.onPodDelete(logger, wf)
 		}

@@ -36,8 +36,8 @@ func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod 
 	if err != nil || s.kind != kindRunner {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	r, ok := pl.store.get(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
-	if !ok || r.runnerUID != pod.UID || r.node != nodeName {
+	r, ok := pl.store.Get(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+	if !ok || r.RunnerUID != pod.UID || r.Node != nodeName {
 		return fwk.AsStatus(fmt.Errorf("reservation of runner %s on node %s is gone", klog.KObj(pod), nodeName))
 	}
 	value, err := encodeReservation(&r)

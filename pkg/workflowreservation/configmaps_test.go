@@ -59,7 +59,7 @@ func TestHookTemplateNamespaces(t *testing.T) {
 	if status := runnerCycle(inArc)(ctx, klog.Background(), pl); !status.IsSuccess() {
 		t.Fatalf("runner in arc: %v", status)
 	}
-	if r, ok := pl.store.get(key("r")); !ok || r.source != contract.SourceHookTemplate {
+	if r, ok := pl.store.Get(key("r")); !ok || r.Source != contract.SourceHookTemplate {
 		t.Errorf("runner in arc: reservation %+v (found %v), want one sized from its hook template", r, ok)
 	}
 

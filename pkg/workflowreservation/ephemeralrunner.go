@@ -85,14 +85,7 @@ func (pl *WorkflowReservation) onEphemeralRunner(logger klog.Logger, obj any) {
 		return
 	}
 	key := types.NamespacedName{Namespace: er.GetNamespace(), Name: er.GetName()}
-	var uid types.UID
-	pl.store.update(key, func(r *reservation) bool {
-		if r.claimedBy == "" && !r.done && r.jobStarted.IsZero() && job != r.staleJob {
-			r.jobStarted, uid = time.Now(), r.runnerUID
-			return true
-		}
-		return false
-	})
+	uid := pl.store.JobStarted(key, job, time.Now())
 	if uid == "" {
 		return
 	}
@@ -106,32 +99,25 @@ func (pl *WorkflowReservation) onEphemeralRunner(logger klog.Logger, obj any) {
 // claims it. The step headroom stays held until the runner ends: such a job
 // may still run container steps (hooks v0.7.0 pin them to the node).
 func (pl *WorkflowReservation) releaseWithoutWorkflowPod(logger klog.Logger, key types.NamespacedName, uid types.UID) {
-	if r, ok := pl.store.get(key); ok {
+	if r, ok := pl.store.Get(key); ok {
 		for _, wf := range pl.workflowPods(key) {
-			if !isTerminal(wf) && r.owns(wf) {
+			if !isTerminal(wf) && r.Owns(wf) {
 				logger.V(4).Info("Runner's workflow pod exists; keeping its reservation past the grace", "runner", key, "pod", klog.KObj(wf))
 				return
 			}
 		}
 	}
-	var r reservation
-	released := false
-	pl.store.update(key, func(s *reservation) bool {
-		if s.runnerUID == uid && s.claimedBy == "" && !s.done && !s.noWorkflowPod {
-			s.noWorkflowPod, released, r = true, true, *s
-		}
-		return released
-	})
+	r, released := pl.store.ReleaseWorkflowRoom(key, uid)
 	if !released {
 		return
 	}
 	pl.recordMetrics()
 	pl.countRelease(metrics.ReleaseNoWorkflowPod, false)
-	logger.V(2).Info("Released the reservation of a job without a workflow pod", "runner", key, "node", r.node, "grace", pl.noWorkflowPodGrace)
+	logger.V(2).Info("Released the reservation of a job without a workflow pod", "runner", key, "node", r.Node, "grace", pl.noWorkflowPodGrace)
 	pl.routineEvent(stub(r), contract.ReasonReleased, "Release", func() string {
-		note := fmt.Sprintf("Released %s on node %s: the runner's job started %s ago and no workflow pod came (a job without a container)", r.size.sub(r.step), r.node, pl.noWorkflowPodGrace)
-		if !r.step.isZero() {
-			note += fmt.Sprintf("; %s stays held for container-step pods", r.step)
+		note := fmt.Sprintf("Released %s on node %s: the runner's job started %s ago and no workflow pod came (a job without a container)", r.Size.Sub(r.Step), r.Node, pl.noWorkflowPodGrace)
+		if !r.Step.IsZero() {
+			note += fmt.Sprintf("; %s stays held for container-step pods", r.Step)
 		}
 		return note
 	})

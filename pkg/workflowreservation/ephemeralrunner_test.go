@@ -42,7 +42,7 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), false)
 			pl.noWorkflowPodGrace = 10 * time.Millisecond
 			r := oneUnitReservation("r1")
-			r.staleJob = tc.staleJob
+			r.StaleJob = tc.staleJob
 			if tc.claimed {
 				r.claimedBy = "r1-workflow"
 			}
@@ -52,17 +52,17 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 			pl.onEphemeralRunner(logger, ephemeralRunner("r1", tc.status))
 			if tc.wantRelease {
 				eventually(t, "the reservation is released and counted", func() bool {
-					got, _ := pl.store.get(key("r1"))
+					got, _ := pl.store.Get(key("r1"))
 					after, _ := testutil.GetCounterMetricValue(counter)
 					return got.noWorkflowPod && after-before == 1
 				})
-				got, _ := pl.store.get(key("r1"))
-				if held, _ := got.holds(runnerPods{}); !held.isZero() {
+				got, _ := pl.store.Get(key("r1"))
+				if held, _ := got.Holds(RunnerPods{}); !held.IsZero() {
 					t.Errorf("holds %s after the release, want nothing (no step headroom)", held)
 				}
 				return
 			}
-			got, _ := pl.store.get(key("r1"))
+			got, _ := pl.store.Get(key("r1"))
 			if !got.jobStarted.IsZero() || got.noWorkflowPod {
 				t.Errorf("reservation %+v: grace started or released", got)
 			}

@@ -56,11 +56,11 @@ func FuzzRecordedReservation(f *testing.F) {
 		if err != nil || r == nil {
 			return
 		}
-		if r.node != "n1" || r.runnerUID != pod.UID {
-			t.Fatalf("record %q accepted for node %q, uid %q", value, r.node, r.runnerUID)
+		if r.Node != "n1" || r.RunnerUID != pod.UID {
+			t.Fatalf("record %q accepted for node %q, uid %q", value, r.Node, r.RunnerUID)
 		}
-		if r.size.isZero() || r.size.negative() {
-			t.Fatalf("record %q accepted with size %+v", value, r.size)
+		if r.Size.IsZero() || r.Size.Negative() {
+			t.Fatalf("record %q accepted with size %+v", value, r.Size)
 		}
 	})
 }
@@ -88,8 +88,8 @@ func FuzzHookTemplate(f *testing.F) {
 			}
 		}
 		// A step pod is the workflow pod without its services: never larger.
-		w, st := amountFromList(tmpl.workflow), amountFromList(tmpl.step)
-		if st.sub(w).atLeastZero().MilliCPU > 0 || st.sub(w).atLeastZero().Memory > 0 {
+		w, st := AmountFromList(tmpl.workflow), AmountFromList(tmpl.step)
+		if st.Sub(w).AtLeastZero().MilliCPU > 0 || st.Sub(w).AtLeastZero().Memory > 0 {
 			t.Fatalf("template %q: step pod %s larger than the workflow pod %s", data, st, w)
 		}
 	})

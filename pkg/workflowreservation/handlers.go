@@ -178,18 +178,14 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 		return
 	}
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	if r, ok := pl.store.get(key); ok && r.runnerUID == pod.UID {
-		if r.node == pod.Spec.NodeName {
+	if r, ok := pl.store.Get(key); ok && r.RunnerUID == pod.UID {
+		if r.Node == pod.Spec.NodeName {
 			if !r.bound {
-				pl.store.update(key, func(r *reservation) bool {
-					changed := r.runnerUID == pod.UID && !r.bound
-					r.bound = r.bound || changed
-					return changed
-				})
+				pl.store.MarkBound(key, pod.UID)
 			}
 			return // taken by this scheduler, or already rebuilt
 		}
-		logger.Info("Runner is bound to another node than its reservation; taking the node its record names", "runner", klog.KObj(pod), "node", pod.Spec.NodeName, "reservedNode", r.node)
+		logger.Info("Runner is bound to another node than its reservation; taking the node its record names", "runner", klog.KObj(pod), "node", pod.Spec.NodeName, "reservedNode", r.Node)
 	}
 	r, err := reservationFromPod(pod)
 	if err == nil {
@@ -200,9 +196,9 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 		pl.event(pod, v1.EventTypeWarning, contract.ReasonInvalidReservation, "Rebuild", truncate(err.Error()))
 		return
 	}
-	pl.store.put(r)
+	pl.store.Rebuild(r)
 	pl.recordMetrics()
-	logger.V(2).Info("Rebuilt reservation from runner pod", "runner", klog.KObj(pod), "node", r.node, "size", r.size.String())
+	logger.V(2).Info("Rebuilt reservation from runner pod", "runner", klog.KObj(pod), "node", r.Node, "size", r.Size.String())
 	// Informers deliver existing pods in any order: the workflow pod may
 	// have been seen before its runner.
 	for _, wf := range pl.workflowPods(key) {
@@ -218,46 +214,28 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.NamespacedName) {
 	// Most calls are status updates of a pod already counted: nothing to
 	// change, and no write lock to take on the scheduling path's store.
-	if r, ok := pl.store.get(runner); !ok || (r.claimedBy == pod.UID && r.claimSeen) || (r.claimedBy != "" && r.claimedBy != pod.UID) {
+	if r, ok := pl.store.Get(runner); !ok || (r.claimedBy == pod.UID && r.claimSeen) || (r.claimedBy != "" && r.claimedBy != pod.UID) {
 		return
 	}
-	var claimed, elsewhere, stale bool
-	var taken reservation
-	pl.store.update(runner, func(r *reservation) bool {
-		if !r.owns(pod) {
-			stale = r.claimedBy == ""
-			return false
-		}
-		if r.claimedBy == pod.UID {
-			changed := !r.claimSeen
-			r.claimSeen = true
-			return changed
-		}
-		if r.claimedBy != "" {
-			return false
-		}
-		// A workflow pod on another node (not pinned to its runner's)
-		// no longer needs the room: the reservation is used up.
-		elsewhere = r.node != pod.Spec.NodeName
-		r.claimedBy, r.claimSeen, r.done = pod.UID, true, elsewhere
-		claimed, taken = true, *r
-		return true
-	})
-	if stale {
+	// A workflow pod on another node (not pinned to its runner's) no
+	// longer needs the room: the reservation is used up.
+	taken, seen := pl.store.SeeWorkflowPod(runner, pod)
+	if seen == SeenStale {
 		logger.V(4).Info("Workflow pod of an earlier runner of the same name; it claims nothing", "pod", klog.KObj(pod), "runner", runner)
 	}
-	if !claimed {
+	if seen != SeenClaim && seen != SeenElsewhere {
 		return
 	}
+	elsewhere := seen == SeenElsewhere
 	pl.observeClaim(taken)
 	pl.recordMetrics()
 	if elsewhere {
-		logger.V(2).Info("Workflow pod runs on another node than its runner's reservation; released it", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", taken.node)
-		pl.event(pod, v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Runs on node %s, not on node %s where runner %s's room was reserved: released the reservation", pod.Spec.NodeName, taken.node, runner.Name))
+		logger.V(2).Info("Workflow pod runs on another node than its runner's reservation; released it", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", taken.Node)
+		pl.event(pod, v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Runs on node %s, not on node %s where runner %s's room was reserved: released the reservation", pod.Spec.NodeName, taken.Node, runner.Name))
 	} else {
-		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.node)
+		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.Node)
 		pl.routineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
-			return fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.node)
+			return fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.Node)
 		})
 	}
 	pl.activateWaiting(logger)
@@ -291,28 +269,24 @@ func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finish
 	}
 	freed := false
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	if r := pl.store.remove(key, pod.UID); r != nil {
+	if r, ok := pl.store.Release(key, pod.UID); ok {
 		freed = true
 		reason, how := metrics.ReleaseRunnerDeleted, "was deleted"
 		if finished {
 			reason, how = metrics.ReleaseRunnerFinished, "finished"
 		}
 		pl.countRelease(reason, r.claimedBy != "")
-		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.node, "reason", reason)
+		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.Node, "reason", reason)
 		if r.claimedBy == "" {
 			pl.routineEvent(pod, contract.ReasonReleased, "Release", func() string {
-				return fmt.Sprintf("Released %s on node %s unclaimed: the runner %s", r.size, r.node, how)
+				return fmt.Sprintf("Released %s on node %s unclaimed: the runner %s", r.Size, r.Node, how)
 			})
 		}
 	}
 	if runner, ok := pl.runnerOf(pod); ok {
-		pl.store.update(runner, func(r *reservation) bool {
-			if r.claimedBy == pod.UID && !r.done {
-				r.done, r.claimSeen, freed = true, true, true
-				return true
-			}
-			return false
-		})
+		if pl.store.WorkflowPodGone(runner, pod.UID) {
+			freed = true
+		}
 	}
 	if freed {
 		pl.recordMetrics()
@@ -326,8 +300,8 @@ func (pl *WorkflowReservation) checkPlaceholder(runner types.NamespacedName) {
 	if pl.sh.holds == nil {
 		return
 	}
-	if r, ok := pl.store.get(runner); ok {
-		pl.sh.holds.check(runner.Namespace, runner.Name, r.runnerUID)
+	if r, ok := pl.store.Get(runner); ok {
+		pl.sh.holds.check(runner.Namespace, runner.Name, r.RunnerUID)
 	}
 }
 
@@ -339,12 +313,12 @@ func (pl *WorkflowReservation) onNodeDelete(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
-	gone := pl.store.removeNode(node.Name)
+	gone := pl.store.ReleaseNode(node.Name)
 	for _, r := range gone {
-		pl.sh.release(r.runnerUID)
+		pl.sh.release(r.RunnerUID)
 		pl.countRelease(metrics.ReleaseNodeDeleted, r.claimedBy != "")
-		logger.V(2).Info("Released reservation", "runner", r.runner, "node", r.node, "reason", metrics.ReleaseNodeDeleted)
-		pl.event(stub(*r), v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Released %s: node %s was deleted", r.size, r.node))
+		logger.V(2).Info("Released reservation", "runner", r.Runner, "node", r.Node, "reason", metrics.ReleaseNodeDeleted)
+		pl.event(stub(*r), v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Released %s: node %s was deleted", r.Size, r.Node))
 	}
 	if len(gone) > 0 {
 		pl.recordMetrics()
@@ -404,26 +378,26 @@ func (pl *WorkflowReservation) countRelease(reason string, claimed bool) {
 // node, even empty: no reservation tandem takes is that large, so the record
 // (or the runner's sizing) is not to be trusted with the node. A node not in
 // the cache yet is checked by the reconciler later.
-func (pl *WorkflowReservation) beyondNode(r *reservation, runner *v1.Pod) error {
+func (pl *WorkflowReservation) beyondNode(r *Reservation, runner *v1.Pod) error {
 	if pl.nodes == nil {
 		return nil
 	}
-	node, err := pl.nodes.Get(r.node)
+	node, err := pl.nodes.Get(r.Node)
 	if err != nil {
 		return nil //nolint:nilerr // not in the cache yet: the reconciler checks again
 	}
-	need := r.size.add(podAmount(runner))
-	alloc := amountFromList(node.Status.Allocatable)
+	need := r.Size.Add(PodAmount(runner))
+	alloc := AmountFromList(node.Status.Allocatable)
 	over := func(want, have int64, listed bool) bool { return listed && want > have }
 	_, hasCPU := node.Status.Allocatable[v1.ResourceCPU]
 	_, hasMemory := node.Status.Allocatable[v1.ResourceMemory]
 	_, hasStorage := node.Status.Allocatable[v1.ResourceEphemeralStorage]
 	if over(need.MilliCPU, alloc.MilliCPU, hasCPU) || over(need.Memory, alloc.Memory, hasMemory) || over(need.EphemeralStorage, alloc.EphemeralStorage, hasStorage) {
-		return fmt.Errorf("reservation %s with runner %s exceeds what node %s can hold at all (%s)", r.size, klog.KObj(runner), r.node, contract.FormatResources(node.Status.Allocatable))
+		return fmt.Errorf("reservation %s with runner %s exceeds what node %s can hold at all (%s)", r.Size, klog.KObj(runner), r.Node, contract.FormatResources(node.Status.Allocatable))
 	}
 	for name, v := range need.Scalar {
 		if v > alloc.Scalar[name] {
-			return fmt.Errorf("reservation %s with runner %s asks for more %s than node %s has", r.size, klog.KObj(runner), name, r.node)
+			return fmt.Errorf("reservation %s with runner %s asks for more %s than node %s has", r.Size, klog.KObj(runner), name, r.Node)
 		}
 	}
 	return nil

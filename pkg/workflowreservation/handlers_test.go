@@ -40,8 +40,8 @@ func TestRebuildFromRunnerPods(t *testing.T) {
 	if !pl.synced() {
 		t.Fatal("handlers not synced after the informers synced")
 	}
-	got := pl.store.list()
-	if len(got) != 1 || got[0].runner != key("r1") || got[0].node != "n1" || got[0].size.MilliCPU != 1000 {
+	got := pl.store.List()
+	if len(got) != 1 || got[0].Runner != key("r1") || got[0].Node != "n1" || got[0].Size.MilliCPU != 1000 {
 		t.Fatalf("rebuilt reservations = %+v, want only r1's cpu=1 on n1", got)
 	}
 	var warned bool
@@ -62,7 +62,7 @@ func TestRebuildSeesWorkflowPodFirst(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), true, objs...)
 			eventually(t, "the rebuilt reservation is claimed", func() bool {
-				r, ok := pl.store.get(key("r1"))
+				r, ok := pl.store.Get(key("r1"))
 				return ok && r.claimedBy == wf.UID
 			})
 		})
@@ -82,7 +82,7 @@ func TestReleaseAndClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the workflow pod claims the reservation", func() bool {
-		r, _ := pl.store.get(key("r1"))
+		r, _ := pl.store.Get(key("r1"))
 		return r.claimedBy == wf.UID
 	})
 	// It finishes: the reservation holds nothing any more.
@@ -91,17 +91,17 @@ func TestReleaseAndClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the reservation is used up", func() bool {
-		r, _ := pl.store.get(key("r1"))
+		r, _ := pl.store.Get(key("r1"))
 		return r.done
 	})
-	if got := pl.store.sumOn("n1", func(*reservation) bool { return true }); !got.isZero() {
+	if got := pl.store.SumOn("n1", func(*Reservation) bool { return true }); !got.IsZero() {
 		t.Errorf("a used-up reservation still holds %s", got)
 	}
 	// The runner goes: the reservation is released.
 	if err := pods.Delete(ctx, "r1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the runner's reservation is released", func() bool { return pl.store.empty() })
+	eventually(t, "the runner's reservation is released", func() bool { return pl.store.Empty() })
 }
 
 // The informer's claim and the release of an unclaimed reservation are
@@ -124,8 +124,8 @@ func TestRoutineHandlerEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 			eventually(t, "r1 claimed, r2 released", func() bool {
-				r, _ := pl.store.get(key("r1"))
-				_, held := pl.store.get(key("r2"))
+				r, _ := pl.store.Get(key("r1"))
+				_, held := pl.store.Get(key("r2"))
 				return r.claimedBy == wf.UID && !held
 			})
 			// The handlers run in order: once r3 is seen, the claim's and
@@ -135,7 +135,7 @@ func TestRoutineHandlerEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 			eventually(t, "r3's reservation rebuilt", func() bool {
-				_, ok := pl.store.get(key("r3"))
+				_, ok := pl.store.Get(key("r3"))
 				return ok
 			})
 			var reasons []string
@@ -163,8 +163,8 @@ func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 	args := defaultArgs()
 	args.ReservationEvents = true // the release of an unclaimed reservation is reported
 	pl, h := newTestPlugin(t, args, true, r1, r2, node)
-	if len(pl.store.list()) != 2 {
-		t.Fatalf("want 2 reservations rebuilt, got %+v", pl.store.list())
+	if len(pl.store.List()) != 2 {
+		t.Fatalf("want 2 reservations rebuilt, got %+v", pl.store.List())
 	}
 	// A pod turned away for lack of room waits for the release.
 	turnedAway := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("2")).Obj()
@@ -187,7 +187,7 @@ func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the failed runner's reservation is released", func() bool {
-		_, ok := pl.store.get(key("r1"))
+		_, ok := pl.store.Get(key("r1"))
 		return !ok
 	})
 	// The event and the activation follow the release.
@@ -205,7 +205,7 @@ func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 	if err := h.client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the deleted node's reservations are released", func() bool { return pl.store.empty() })
+	eventually(t, "the deleted node's reservations are released", func() bool { return pl.store.Empty() })
 }
 
 func TestHookTemplateConfigMapActivatesWaitingRunner(t *testing.T) {

@@ -103,14 +103,14 @@ func (pl *WorkflowReservation) handover() bool {
 // mayHavePlaceholder says whether the workflow pod's runner may have a
 // placeholder: its profile holds reservations with pods, or one exists.
 func (pl *WorkflowReservation) mayHavePlaceholder(s *preFilterState) bool {
-	if pl.sh.holds.of(s.runner, s.own.runnerUID) != nil {
+	if pl.sh.holds.of(s.runner, s.own.RunnerUID) != nil {
 		return true
 	}
 	if pl.pods == nil {
 		return false
 	}
 	runner, err := pl.pods.Pods(s.runner.Namespace).Get(s.runner.Name)
-	if err != nil || runner.UID != s.own.runnerUID {
+	if err != nil || runner.UID != s.own.RunnerUID {
 		return false
 	}
 	owner := pl.sh.profileOf(runner)
@@ -130,7 +130,7 @@ func (pl *WorkflowReservation) fitFilter(ctx context.Context, cs fwk.CycleState,
 	if s.kind == kindWorkflow {
 		for _, pi := range nodeInfo.GetPods() {
 			if p := pi.GetPod(); contract.IsPlaceholder(p) && p.Namespace == pod.Namespace && p.Annotations[contract.PlaceholderOfAnnotation] == s.runner.Name &&
-				metav1.GetControllerOf(p).UID == s.own.runnerUID {
+				metav1.GetControllerOf(p).UID == s.own.RunnerUID {
 				without := nodeInfo.Snapshot()
 				if err := without.RemovePod(klog.FromContext(ctx), p); err != nil {
 					return fwk.AsStatus(err)
@@ -159,12 +159,12 @@ func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, po
 		return nil, 0
 	}
 	// Before Permit returns: an Unreserve of this cycle comes after it.
-	pl.sh.holds.startYield(s.own.runnerUID)
+	pl.sh.holds.startYield(s.own.RunnerUID)
 	logger := klog.FromContext(ctx)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), permitTimeout)
 		defer cancel()
-		hold, err := pl.sh.holds.yield(ctx, s.runner, s.own.runnerUID)
+		hold, err := pl.sh.holds.yield(ctx, s.runner, s.own.RunnerUID)
 		// The framework registers the waiting pod once Permit returns.
 		var waiting fwk.WaitingPod
 		_ = wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {

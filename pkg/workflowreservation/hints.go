@@ -111,7 +111,7 @@ func (pl *WorkflowReservation) isSchedulableAfterPodUpdated(logger klog.Logger, 
 
 // scaledDown reports whether any resource request of the pod decreased.
 func scaledDown(original, modified *v1.Pod) bool {
-	before, after := podAmount(original), podAmount(modified)
+	before, after := PodAmount(original), PodAmount(modified)
 	if after.MilliCPU < before.MilliCPU || after.Memory < before.Memory || after.EphemeralStorage < before.EphemeralStorage {
 		return true
 	}

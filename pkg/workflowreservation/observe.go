@@ -56,7 +56,7 @@ func (pl *WorkflowReservation) recordMetrics() {
 	// The reservations of every profile are one set: the gauges carry the
 	// first profile's name only, so that they do not add up twice.
 	profile := pl.sh.feederProfile()
-	byPhase, held := pl.store.counts()
+	byPhase, held := pl.store.Counts()
 	for phase, n := range byPhase {
 		metrics.Reservations.WithLabelValues(profile, phase).Set(float64(n))
 	}
@@ -69,8 +69,8 @@ func (pl *WorkflowReservation) recordMetrics() {
 }
 
 // observeClaim records how long r waited for its workflow pod.
-func (pl *WorkflowReservation) observeClaim(r reservation) {
-	if !r.reservedAt.IsZero() && pl.sh.leader.IsLeader() {
-		metrics.ClaimDuration.WithLabelValues(pl.profile).Observe(time.Since(r.reservedAt).Seconds())
+func (pl *WorkflowReservation) observeClaim(r Reservation) {
+	if !r.ReservedAt.IsZero() && pl.sh.leader.IsLeader() {
+		metrics.ClaimDuration.WithLabelValues(pl.profile).Observe(time.Since(r.ReservedAt).Seconds())
 	}
 }

@@ -188,7 +188,7 @@ func (p *pairPods) sync(ctx context.Context, key pairKey) error {
 	logger.V(2).Info("Created pair pod for cluster autoscalers", "pod", klog.KRef(key.namespace, want.Name), "runner", klog.KObj(runner), "requests", want.Spec.Containers[0].Resources.Requests)
 	p.recorder(runner, v1.EventTypeNormal, contract.ReasonPairPodCreated, truncate(fmt.Sprintf(
 		"Created pending pod %s requesting %s for cluster autoscalers: no node has room for the runner and its workflow pod together",
-		want.Name, amountFromList(want.Spec.Containers[0].Resources.Requests))))
+		want.Name, AmountFromList(want.Spec.Containers[0].Resources.Requests))))
 	return nil
 }
 
@@ -222,14 +222,14 @@ func (p *pairPods) sweep() {
 
 // pairPodFor builds the pair pod of runner: requests of the runner and its
 // reservation (workflow pod and step headroom), placed like the runner.
-func pairPodFor(runner *v1.Pod, runnerRequest, workflow amount, ports []contract.HostPort, image string) *v1.Pod {
-	total := runnerRequest.add(workflow)
+func pairPodFor(runner *v1.Pod, runnerRequest, workflow Amount, ports []contract.HostPort, image string) *v1.Pod {
+	total := runnerRequest.Add(workflow)
 	total.Pods = 0
-	requests := total.toList()
+	requests := total.ToList()
 	pod := holdingPod(runner, "pair", image, requests, ports)
 	pod.Name = contract.PairPodName(runner.Name)
 	pod.Labels = map[string]string{contract.PairPodLabel: "true"}
-	pod.Annotations = map[string]string{contract.PairOfAnnotation: runner.Name, contract.PairSizeAnnotation: amountFromList(requests).String()}
+	pod.Annotations = map[string]string{contract.PairOfAnnotation: runner.Name, contract.PairSizeAnnotation: AmountFromList(requests).String()}
 	pod.Spec.NodeSelector = runner.Spec.NodeSelector
 	if runner.Spec.Affinity != nil && runner.Spec.Affinity.NodeAffinity != nil {
 		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: runner.Spec.Affinity.NodeAffinity.DeepCopy()}

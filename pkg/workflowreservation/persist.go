@@ -11,15 +11,15 @@ import (
 
 // encodeReservation is the record of r, the value of
 // contract.ReservationAnnotation.
-func encodeReservation(r *reservation) (string, error) {
+func encodeReservation(r *Reservation) (string, error) {
 	rec := contract.Recorded{
-		Node: r.node, Requests: r.size.toList(), Source: r.source,
-		RunnerUID: r.runnerUID, StaleWorkflowPods: r.stale, StaleJob: r.staleJob,
+		Node: r.Node, Requests: r.Size.ToList(), Source: r.Source,
+		RunnerUID: r.RunnerUID, StaleWorkflowPods: r.Stale, StaleJob: r.StaleJob,
 	}
-	if !r.step.isZero() {
-		rec.StepRequests = r.step.toList()
+	if !r.Step.IsZero() {
+		rec.StepRequests = r.Step.ToList()
 	}
-	for _, p := range r.ports {
+	for _, p := range r.Ports {
 		rec.HostPorts = append(rec.HostPorts, p.String())
 	}
 	return rec.Encode()
@@ -27,7 +27,7 @@ func encodeReservation(r *reservation) (string, error) {
 
 // reservationFromPod rebuilds the reservation recorded on a bound runner pod.
 // It returns nil, nil for pods that carry no reservation or are not bound.
-func reservationFromPod(pod *v1.Pod) (*reservation, error) {
+func reservationFromPod(pod *v1.Pod) (*Reservation, error) {
 	if pod.Spec.NodeName == "" {
 		return nil, nil
 	}
@@ -39,17 +39,17 @@ func reservationFromPod(pod *v1.Pod) (*reservation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", contract.ReservationAnnotation, err)
 	}
-	return &reservation{
-		runner:        types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
-		runnerUID:     pod.UID,
-		runnerCreated: pod.CreationTimestamp.Time,
-		stale:         p.StaleWorkflowPods,
-		node:          p.Node,
-		size:          amountFromList(p.Requests),
-		step:          amountFromList(p.StepRequests),
-		ports:         ports,
-		source:        p.Source,
-		staleJob:      p.StaleJob,
+	return &Reservation{
+		Runner:        types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+		RunnerUID:     pod.UID,
+		RunnerCreated: pod.CreationTimestamp.Time,
+		Stale:         p.StaleWorkflowPods,
+		Node:          p.Node,
+		Size:          AmountFromList(p.Requests),
+		Step:          AmountFromList(p.StepRequests),
+		Ports:         ports,
+		Source:        p.Source,
+		StaleJob:      p.StaleJob,
 		bound:         true,
 	}, nil
 }

@@ -426,13 +426,13 @@ func (p *placeholders) delete(ctx context.Context, pod *v1.Pod) error {
 
 // sweep has the worker look at every placeholder and every reservation: a
 // restart or a failover lost the handlers' word. The reconciler calls it.
-func (p *placeholders) sweep(rs []reservation) {
+func (p *placeholders) sweep(rs []Reservation) {
 	if p == nil || !p.leader.IsLeader() {
 		return
 	}
 	if p.enabled.Load() {
 		for _, r := range rs {
-			p.check(r.runner.Namespace, r.runner.Name, r.runnerUID)
+			p.check(r.Runner.Namespace, r.Runner.Name, r.RunnerUID)
 		}
 	}
 	for _, runner := range p.indexer.ListIndexFuncValues(placeholderIndex) {
@@ -464,12 +464,12 @@ func (pl *WorkflowReservation) wantPlaceholder(key pairKey) (*v1.Pod, *v1.Pod) {
 		return runner, nil
 	}
 	nn := types.NamespacedName{Namespace: key.namespace, Name: key.name}
-	r, ok := pl.store.get(nn)
-	if !ok || r.runnerUID != key.uid || r.done || r.claimedBy != "" || r.node != runner.Spec.NodeName {
+	r, ok := pl.store.Get(nn)
+	if !ok || r.RunnerUID != key.uid || r.done || r.claimedBy != "" || r.Node != runner.Spec.NodeName {
 		return runner, nil
 	}
 	for _, wf := range pl.workflowPods(nn) {
-		if !r.owns(wf) || isTerminal(wf) {
+		if !r.Owns(wf) || isTerminal(wf) {
 			continue
 		}
 		if wf.Spec.NodeName == "" {
@@ -479,26 +479,26 @@ func (pl *WorkflowReservation) wantPlaceholder(key pairKey) (*v1.Pod, *v1.Pod) {
 		}
 		return runner, nil // it takes the room: the placeholder yields
 	}
-	hold, _ := r.holds(runnerPods{})
+	hold, _ := r.Holds(RunnerPods{})
 	hold.Pods = 0
-	if hold.isZero() {
+	if hold.IsZero() {
 		return runner, nil
 	}
-	return runner, placeholderFor(runner, r.node, hold, owner.placeholderImage)
+	return runner, placeholderFor(runner, r.Node, hold, owner.placeholderImage)
 }
 
 // placeholderFor builds the placeholder of runner on node: it requests what
 // the reservation holds, with the runner's priority and tolerations. Not its
 // host ports: the stock NodePorts would then keep the workflow pod off the
 // node; tandem's accounting keeps holding them.
-func placeholderFor(runner *v1.Pod, node string, hold amount, image string) *v1.Pod {
-	requests := hold.toList()
+func placeholderFor(runner *v1.Pod, node string, hold Amount, image string) *v1.Pod {
+	requests := hold.ToList()
 	pod := holdingPod(runner, "hold", image, requests, nil)
 	pod.Name = contract.PlaceholderName(runner.Name)
 	pod.Labels = map[string]string{contract.PlaceholderLabel: "true"}
 	pod.Annotations = map[string]string{
 		contract.PlaceholderOfAnnotation:   runner.Name,
-		contract.PlaceholderSizeAnnotation: amountFromList(requests).String(),
+		contract.PlaceholderSizeAnnotation: AmountFromList(requests).String(),
 		safeToEvictAnnotation:              "false",
 		doNotDisruptAnnotation:             "true",
 	}

@@ -32,7 +32,7 @@ func podsModeArgs() *config.WorkflowReservationArgs {
 // placeholderOf builds runner's placeholder holding cpu on n1, as the worker
 // would.
 func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
-	p := placeholderFor(runner, "n1", amountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), defaultPlaceholderImage)
+	p := placeholderFor(runner, "n1", AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), defaultPlaceholderImage)
 	p.UID = types.UID(p.Name)
 	return p
 }

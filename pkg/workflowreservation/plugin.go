@@ -65,7 +65,7 @@ var (
 type WorkflowReservation struct {
 	handle         fwk.Handle
 	sh             *shared
-	store          *store
+	store          *Store
 	runnerSelector labels.Selector
 	runnerPodLabel string
 	sizer          *sizer
@@ -238,12 +238,12 @@ const (
 // preFilterState is what one scheduling cycle knows about the pod.
 type preFilterState struct {
 	kind    podKind
-	request amount
+	request Amount
 	// runner: the workflow pod's size (step headroom included) and where
 	// it came from, the headroom, the host ports to hold, the hook mode.
-	workflow amount
+	workflow Amount
 	source   contract.Source
-	step     amount
+	step     Amount
 	ports    []contract.HostPort
 	hookMode string
 	// hostPorts are the host ports the pod itself asks for.
@@ -256,7 +256,7 @@ type preFilterState struct {
 	releases uint64
 	// workflow: the runner whose reservation the pod claims.
 	runner types.NamespacedName
-	own    reservation
+	own    Reservation
 	// adjust is what the framework's AddPod and RemovePod changed in this
 	// copy of the cycle state (preemption dry runs, nominated pods).
 	adjust adjustments
@@ -342,14 +342,14 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
 		// A container-step pod of hooks v0.7.0 (its Job names the runner).
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: runner}
-		if r, found := pl.store.get(key); found && !r.done && r.owns(pod) && r.claimedBy != "" && !r.step.isZero() {
+		if r, found := pl.store.Get(key); found && !r.done && r.Owns(pod) && r.claimedBy != "" && !r.Step.IsZero() {
 			s.kind, s.runner, s.own = kindStep, key, r
 		}
 	} else if runner, ok := pl.runnerOf(pod); ok {
-		r, found := pl.store.get(runner)
+		r, found := pl.store.Get(runner)
 		why := ""
 		switch {
-		case found && !r.done && r.owns(pod) && r.claimedBy != "" && r.claimedBy != pod.UID && !r.step.isZero():
+		case found && !r.done && r.Owns(pod) && r.claimedBy != "" && r.claimedBy != pod.UID && !r.Step.IsZero():
 			// The workflow pod claimed; later pods of the runner are its
 			// container steps (hooks v0.8 label them directly).
 			s.kind, s.runner, s.own = kindStep, runner, r
@@ -359,12 +359,12 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			why = "the reservation of runner " + runner.String() + " was used up"
 		case r.claimedBy != "" && r.claimedBy != pod.UID:
 			why = "the reservation of runner " + runner.String() + " was claimed by another workflow pod (uid " + string(r.claimedBy) + ")"
-		case !r.owns(pod):
+		case !r.Owns(pod):
 			why = "the pod was created before runner " + runner.String() + ": it belongs to an earlier runner of that name"
 		default:
 			s.kind, s.runner, s.own = kindWorkflow, runner, r
-			if pinnedTo(pod, r.node) {
-				result = &fwk.PreFilterResult{NodeNames: sets.New(r.node)}
+			if pinnedTo(pod, r.Node) {
+				result = &fwk.PreFilterResult{NodeNames: sets.New(r.Node)}
 			}
 		}
 		if why != "" {
@@ -401,7 +401,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIncompleteHookTemplate, "Scheduling", truncate(sz.notice))
 		}
 		switch {
-		case !sz.workflow.isZero():
+		case !sz.workflow.IsZero():
 			s.kind, s.workflow, s.source = kindRunner, sz.workflow, sz.source
 			s.step, s.ports, s.hookMode = sz.step, sz.ports, hookModeOf(pod)
 		case sz.intended:
@@ -421,10 +421,10 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 				"Annotation %s ignored: the pod does not match the runner selector of profile %s", contract.WorkflowRequestsAnnotation, pl.profile)
 		}
 	}
-	if s.kind == kindOther && pl.store.empty() && !pl.sh.anyNominated() && pl.fit == nil {
+	if s.kind == kindOther && pl.store.Empty() && !pl.sh.anyNominated() && pl.fit == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	s.request = podAmount(pod)
+	s.request = PodAmount(pod)
 	s.hostPorts = podHostPorts(pod)
 	s.rejected = &atomic.Bool{}
 	cs.Write(preFilterStateKey, s)
@@ -452,27 +452,27 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 
 func (pl *WorkflowReservation) filter(s *preFilterState, nodeInfo fwk.NodeInfo) *fwk.Status {
 	held := pl.held(s, nodeInfo)
-	if len(held.ports) > 0 && portConflict(s.hostPorts, nodeInfo, held.ports) && !portConflict(s.hostPorts, nodeInfo, nil) {
+	if len(held.Ports) > 0 && portConflict(s.hostPorts, nodeInfo, held.Ports) && !portConflict(s.hostPorts, nodeInfo, nil) {
 		// Ports the node's pods use are NodePorts' to report.
 		return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonPortReserved)
 	}
 	switch s.kind {
 	case kindRunner:
-		if !fits(s.request.add(s.workflow), held.amount, nodeInfo) {
+		if !fits(s.request.Add(s.workflow), held.Amount, nodeInfo) {
 			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonPairDoesNotFit)
 		}
-		if portConflict(s.ports, nodeInfo, held.ports) {
+		if portConflict(s.ports, nodeInfo, held.Ports) {
 			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonPortsTaken)
 		}
 	case kindWorkflow:
-		if !fits(s.request, held.amount, nodeInfo) {
+		if !fits(s.request, held.Amount, nodeInfo) {
 			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonWorkflowDoesNotFit)
 		}
 	default:
-		if held.amount.isZero() {
+		if held.Amount.IsZero() {
 			return nil
 		}
-		if !fits(s.request, held.amount, nodeInfo) {
+		if !fits(s.request, held.Amount, nodeInfo) {
 			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonRoomReserved)
 		}
 	}
@@ -507,20 +507,20 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 			"runner %s needs %s and its workflow pod %s (from %s); no node has room for both",
 			klog.KObj(pod), s.request, s.workflow, s.source))
 	case kindWorkflow:
-		if hold := pl.sh.holds.of(s.runner, s.own.runnerUID); hold != nil && !pl.handover() {
+		if hold := pl.sh.holds.of(s.runner, s.own.RunnerUID); hold != nil && !pl.handover() {
 			// The stock Fit counts the placeholder: it is being deleted
 			// (tandem-webhook, or the worker nudged here), and its delete
 			// requeues the pod.
-			pl.sh.holds.check(s.runner.Namespace, s.runner.Name, s.own.runnerUID)
+			pl.sh.holds.check(s.runner.Namespace, s.runner.Name, s.own.RunnerUID)
 			logger.V(4).Info("Workflow pod waits for its runner's placeholder to yield", "pod", klog.KObj(pod), "runner", s.runner, "placeholder", klog.KObj(hold))
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 				"workflow pod of runner %s waits for placeholder %s, which holds its room on node %s, to be deleted",
-				s.runner, hold.Name, s.own.node))
+				s.runner, hold.Name, s.own.Node))
 		}
-		logger.V(4).Info("Workflow pod does not fit beside its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", s.own.node, "request", s.request.String(), "reserved", s.own.size.String())
+		logger.V(4).Info("Workflow pod does not fit beside its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", s.own.Node, "request", s.request.String(), "reserved", s.own.Size.String())
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"workflow pod of runner %s needs %s; its reservation on node %s holds %s and the node has too little free room for the difference",
-			s.runner, s.request, s.own.node, s.own.size))
+			s.runner, s.request, s.own.Node, s.own.Size))
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable)
 }
@@ -528,9 +528,9 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 // reserveState remembers what Reserve changed, for Unreserve: the
 // reservation a runner's cycle put into the store, or a workflow pod's claim.
 type reserveState struct {
-	taken    *reservation
-	claimed  bool
-	prevDone bool
+	taken     *Reservation
+	claimed   bool
+	wasUsedUp bool
 }
 
 func (s *reserveState) Clone() fwk.StateData { return s }
@@ -546,26 +546,26 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 	switch s.kind {
 	case kindRunner:
 		runner := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-		if r, ok := pl.store.get(runner); ok && r.runnerUID == pod.UID && r.bound {
+		if r, ok := pl.store.Get(runner); ok && r.RunnerUID == pod.UID && r.bound {
 			// A bind that reported failure went through, and the queue
 			// had not seen it: the runner is bound with its reservation.
-			return fwk.AsStatus(fmt.Errorf("runner %s is already bound to node %s with its reservation", klog.KObj(pod), r.node))
+			return fwk.AsStatus(fmt.Errorf("runner %s is already bound to node %s with its reservation", klog.KObj(pod), r.Node))
 		}
-		taken := &reservation{
-			runner:        runner,
-			runnerUID:     pod.UID,
-			runnerCreated: pod.CreationTimestamp.Time,
-			stale:         pl.workflowPodUIDs(runner),
-			node:          nodeName,
-			size:          s.workflow,
-			step:          s.step,
-			ports:         s.ports,
-			source:        s.source,
-			hookMode:      s.hookMode,
-			reservedAt:    time.Now(),
-			staleJob:      pl.staleJobOf(runner),
+		taken := &Reservation{
+			Runner:        runner,
+			RunnerUID:     pod.UID,
+			RunnerCreated: pod.CreationTimestamp.Time,
+			Stale:         pl.workflowPodUIDs(runner),
+			Node:          nodeName,
+			Size:          s.workflow,
+			Step:          s.step,
+			Ports:         s.ports,
+			Source:        s.source,
+			HookMode:      s.hookMode,
+			ReservedAt:    time.Now(),
+			StaleJob:      pl.staleJobOf(runner),
 		}
-		pl.store.put(taken)
+		pl.store.Take(taken)
 		cs.Write(reserveStateKey, &reserveState{taken: taken})
 		pl.recordMetrics()
 		logger.V(4).Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
@@ -573,14 +573,7 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 		// Elsewhere than reserved (an unpinned workflow pod), the room is
 		// no longer needed: the reservation is used up at once.
 		rs := &reserveState{}
-		pl.store.update(s.runner, func(r *reservation) bool {
-			if r.runnerUID == s.own.runnerUID && r.claimedBy == "" {
-				rs.claimed, rs.prevDone = true, r.done
-				r.claimedBy, r.done = pod.UID, r.node != nodeName
-				return true
-			}
-			return false
-		})
+		rs.claimed, rs.wasUsedUp = pl.store.Claim(s.runner, s.own.RunnerUID, pod.UID, nodeName)
 		cs.Write(reserveStateKey, rs)
 		pl.recordMetrics()
 	}
@@ -606,11 +599,11 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 		}
 		// Only the reservation this cycle took, and only while the
 		// informer has not shown it bound.
-		if r := pl.store.removeIf(key, pod.UID, func(r *reservation) bool { return r == rs.taken && !r.bound }); r != nil {
-			logger.V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", r.node)
+		if pl.store.Return(rs.taken) {
+			logger.V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", rs.taken.Node)
 			metrics.Releases.WithLabelValues(pl.profile, metrics.ReleaseUnreserved, "false").Inc()
-		} else if r, ok := pl.store.get(key); ok && r.runnerUID == pod.UID {
-			logger.V(2).Info("Binding reported a failure but the runner is bound; keeping its reservation", "runner", klog.KObj(pod), "node", r.node)
+		} else if r, ok := pl.store.Get(key); ok && r.RunnerUID == pod.UID {
+			logger.V(2).Info("Binding reported a failure but the runner is bound; keeping its reservation", "runner", klog.KObj(pod), "node", r.Node)
 		}
 	case kindWorkflow:
 		c, err := cs.Read(reserveStateKey)
@@ -618,15 +611,9 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 		if err != nil || !ok || !rs.claimed {
 			return
 		}
-		pl.store.update(s.runner, func(r *reservation) bool {
-			if r.claimedBy == pod.UID && !r.claimSeen {
-				r.claimedBy, r.done = "", rs.prevDone
-				return true
-			}
-			return false
-		})
+		pl.store.Unclaim(s.runner, pod.UID, rs.wasUsedUp)
 		// Holding again: a placeholder deleted at Permit comes back.
-		pl.sh.holds.unyield(s.runner, s.own.runnerUID)
+		pl.sh.holds.unyield(s.runner, s.own.RunnerUID)
 	}
 	pl.recordMetrics()
 }
@@ -668,7 +655,7 @@ func joinErrors(errs []error) string {
 func reservedNote(s *preFilterState, node string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Reserved %s on node %s for the workflow pod (size from %s)", s.workflow, node, s.source)
-	if !s.step.isZero() {
+	if !s.step.IsZero() {
 		fmt.Fprintf(&b, "; of it %s for container-step pods", s.step)
 	}
 	if len(s.ports) > 0 {

@@ -22,14 +22,14 @@ var threeUnits = st.MakeNode().Name("n1").Capacity(units("3")).Obj()
 
 func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "arc", Name: name} }
 
-func oneUnitReservation(runner string) *reservation {
-	return &reservation{runner: key(runner), runnerUID: types.UID(runner), node: "n1", size: amount{MilliCPU: 1000, Pods: 1}, source: contract.SourceAnnotation}
+func oneUnitReservation(runner string) *Reservation {
+	return &Reservation{Runner: key(runner), RunnerUID: types.UID(runner), Node: "n1", Size: Amount{MilliCPU: 1000, Pods: 1}, Source: contract.SourceAnnotation}
 }
 
 func TestPreFilter(t *testing.T) {
 	tests := map[string]struct {
 		pod          *v1.Pod
-		reservations []*reservation
+		reservations []*Reservation
 		wantCode     fwk.Code
 		wantMsg      string
 		wantKind     podKind
@@ -42,7 +42,7 @@ func TestPreFilter(t *testing.T) {
 		},
 		"other pod with reservations held: filtered": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Obj(),
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			wantKind:     kindOther,
 		},
 		"runner sized by annotation": {
@@ -61,13 +61,13 @@ func TestPreFilter(t *testing.T) {
 		},
 		"pinned workflow pod narrowed to its runner's node": {
 			pod:          workflowPod("r1").NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj(),
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			wantKind:     kindWorkflow,
 			wantNodes:    sets.New("n1"),
 		},
 		"unpinned workflow pod (novolume hook) is not narrowed": {
 			pod:          workflowPod("r1").Obj(),
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			wantKind:     kindWorkflow,
 		},
 		"workflow pod whose runner holds nothing: ordinary pod": {
@@ -76,7 +76,7 @@ func TestPreFilter(t *testing.T) {
 		},
 		"second workflow pod after the reservation was claimed: ordinary pod": {
 			pod: workflowPod("r1").UID("another").Obj(),
-			reservations: []*reservation{func() *reservation {
+			reservations: []*Reservation{func() *Reservation {
 				r := oneUnitReservation("r1")
 				r.claimedBy = "r1-workflow"
 				return r
@@ -130,7 +130,7 @@ func TestFilter(t *testing.T) {
 		pod          *v1.Pod
 		node         *v1.Node
 		nodePods     []*v1.Pod
-		reservations []*reservation
+		reservations []*Reservation
 		wantReason   string
 	}{
 		"runner: pair fits on an empty node": {
@@ -139,18 +139,18 @@ func TestFilter(t *testing.T) {
 		"runner: pair does not fit next to another pair": {
 			pod:          runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			wantReason:   contract.ErrReasonPairDoesNotFit,
 		},
 		"runner: a claimed reservation and its workflow pod are counted once": {
 			pod:          runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
 			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
-			reservations: []*reservation{claimed},
+			reservations: []*Reservation{claimed},
 		},
 		"runner: just over the room left": {
 			pod:          runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Req(units("1m")).Obj(),
 			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
-			reservations: []*reservation{claimed},
+			reservations: []*Reservation{claimed},
 			wantReason:   contract.ErrReasonPairDoesNotFit,
 		},
 		"runner: pods limit counts the workflow pod": {
@@ -167,8 +167,8 @@ func TestFilter(t *testing.T) {
 		"runner: an extended resource reserved by another runner is not free": {
 			pod:  runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "nvidia.com/gpu=1").Obj(),
 			node: st.MakeNode().Name("n1").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "3", "nvidia.com/gpu": "1"}).Obj(),
-			reservations: []*reservation{{runner: key("r1"), runnerUID: "r1", node: "n1",
-				size: amount{Pods: 1, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 1}}}},
+			reservations: []*Reservation{{Runner: key("r1"), RunnerUID: "r1", Node: "n1",
+				Size: Amount{Pods: 1, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 1}}}},
 			wantReason: contract.ErrReasonPairDoesNotFit,
 		},
 		"runner: an extended resource fits": {
@@ -178,34 +178,34 @@ func TestFilter(t *testing.T) {
 		"other pod: reserved room is not free": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("2")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			wantReason:   contract.ErrReasonRoomReserved,
 		},
 		"other pod: fits beside the reservation": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 		},
 		"other pod: claimed reservation whose pod is on the node holds nothing more": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
 			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
-			reservations: []*reservation{claimed},
+			reservations: []*Reservation{claimed},
 		},
 		"other pod: claimed reservation whose pod is not yet on the node still holds": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("2")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*reservation{claimed},
+			reservations: []*Reservation{claimed},
 			wantReason:   contract.ErrReasonRoomReserved,
 		},
 		"workflow pod: its own reservation is free for it": {
 			pod:          workflowPod("r1").Req(units("2")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 		},
 		"workflow pod: other reservations are not": {
 			pod:          workflowPod("r1").Req(units("2")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*reservation{oneUnitReservation("r1"), oneUnitReservation("r2")},
+			reservations: []*Reservation{oneUnitReservation("r1"), oneUnitReservation("r2")},
 			wantReason:   contract.ErrReasonWorkflowDoesNotFit,
 		},
 	}
@@ -243,7 +243,7 @@ func TestFilter(t *testing.T) {
 func TestPostFilterMessage(t *testing.T) {
 	tests := map[string]struct {
 		pod          *v1.Pod
-		reservations []*reservation
+		reservations []*Reservation
 		want         string
 	}{
 		"runner": {
@@ -252,7 +252,7 @@ func TestPostFilterMessage(t *testing.T) {
 		},
 		"workflow pod": {
 			pod:          workflowPod("r1").Req(units("2")).Obj(),
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			want:         "workflow pod of runner arc/r1 needs cpu=2; its reservation on node n1 holds cpu=1",
 		},
 	}
@@ -285,8 +285,8 @@ func TestReserveUnreserve(t *testing.T) {
 	if status := pl.Reserve(ctx, cs, runner, "n1"); !status.IsSuccess() {
 		t.Fatalf("Reserve: %v", status)
 	}
-	r, ok := pl.store.get(key("r1"))
-	if !ok || r.node != "n1" || r.size.String() != "cpu=1" || r.source != contract.SourceAnnotation {
+	r, ok := pl.store.Get(key("r1"))
+	if !ok || r.Node != "n1" || r.Size.String() != "cpu=1" || r.Source != contract.SourceAnnotation {
 		t.Fatalf("after Reserve got %+v (found %v), want cpu=1 on n1 from annotation", r, ok)
 	}
 
@@ -297,23 +297,23 @@ func TestReserveUnreserve(t *testing.T) {
 		t.Fatalf("PreFilter workflow: %v", status)
 	}
 	pl.Reserve(ctx, wcs, wf, "n1")
-	if r, _ := pl.store.get(key("r1")); r.claimedBy != wf.UID {
+	if r, _ := pl.store.Get(key("r1")); r.claimedBy != wf.UID {
 		t.Errorf("claimedBy = %q after the workflow pod's Reserve, want %q", r.claimedBy, wf.UID)
 	}
 	pl.Unreserve(ctx, wcs, wf, "n1")
-	if r, _ := pl.store.get(key("r1")); r.claimedBy != "" {
+	if r, _ := pl.store.Get(key("r1")); r.claimedBy != "" {
 		t.Errorf("claimedBy = %q after the workflow pod's Unreserve, want empty", r.claimedBy)
 	}
 
 	// Unreserve is idempotent and leaves a same-named newer runner alone.
 	pl.Unreserve(ctx, cs, runner, "n1")
 	pl.Unreserve(ctx, cs, runner, "n1")
-	if _, ok := pl.store.get(key("r1")); ok {
+	if _, ok := pl.store.Get(key("r1")); ok {
 		t.Fatal("reservation still held after Unreserve")
 	}
-	pl.store.put(&reservation{runner: key("r1"), runnerUID: "newer", node: "n2"})
+	pl.store.put(&Reservation{Runner: key("r1"), RunnerUID: "newer", Node: "n2"})
 	pl.Unreserve(ctx, cs, runner, "n1")
-	if _, ok := pl.store.get(key("r1")); !ok {
+	if _, ok := pl.store.Get(key("r1")); !ok {
 		t.Error("Unreserve of an old runner removed the reservation of a newer pod with the same name")
 	}
 }
@@ -350,7 +350,7 @@ func TestBindRecordsReservation(t *testing.T) {
 	if err != nil || r == nil {
 		t.Fatalf("the binding carries no readable reservation: %v, %v", r, err)
 	}
-	if r.node != "n1" || r.size.String() != "cpu=1,memory=1Gi" || r.size.Pods != 1 || r.source != contract.SourceAnnotation {
+	if r.Node != "n1" || r.Size.String() != "cpu=1,memory=1Gi" || r.Size.Pods != 1 || r.Source != contract.SourceAnnotation {
 		t.Errorf("recorded reservation = %+v, want cpu=1,memory=1Gi + 1 pod on n1 from annotation", r)
 	}
 
@@ -422,7 +422,7 @@ func TestReservationFromPod(t *testing.T) {
 			if (r == nil) != tc.wantNil {
 				t.Fatalf("reservation = %+v, wantNil %v", r, tc.wantNil)
 			}
-			if r != nil && (r.size.MilliCPU != 1000 || r.size.Pods != 1 || r.source != contract.SourceDefault) {
+			if r != nil && (r.Size.MilliCPU != 1000 || r.Size.Pods != 1 || r.Source != contract.SourceDefault) {
 				t.Errorf("reservation = %+v", r)
 			}
 		})
@@ -434,7 +434,7 @@ func TestReservationFromPod(t *testing.T) {
 func TestPostBindEvents(t *testing.T) {
 	tests := map[string]struct {
 		pod          *v1.Pod
-		reservations []*reservation
+		reservations []*Reservation
 		want         string
 	}{
 		"runner: reserved": {
@@ -443,7 +443,7 @@ func TestPostBindEvents(t *testing.T) {
 		},
 		"workflow pod: claimed": {
 			pod:          workflowPod("r1").Obj(),
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			want:         "Normal " + contract.ReasonClaimed + " Claimed the reservation of runner r1 on node n1",
 		},
 	}

@@ -30,13 +30,13 @@ type adjustments struct {
 	removed         []types.UID
 	workflowRemoved []types.UID
 	// added is, per node, the workflow room of nominated runners.
-	added map[string]amount
+	added map[string]Amount
 }
 
 func (a adjustments) clone() adjustments {
 	c := adjustments{removed: slices.Clone(a.removed), workflowRemoved: slices.Clone(a.workflowRemoved)}
 	if len(a.added) > 0 {
-		c.added = make(map[string]amount, len(a.added))
+		c.added = make(map[string]Amount, len(a.added))
 		for n, v := range a.added {
 			c.added[n] = v
 		}
@@ -67,17 +67,17 @@ func dropUID(list []types.UID, uid types.UID) []types.UID {
 	return slices.DeleteFunc(list, func(u types.UID) bool { return u == uid })
 }
 
-func (a *adjustments) add(node string, room amount) {
+func (a *adjustments) add(node string, room Amount) {
 	if a.added == nil {
-		a.added = map[string]amount{}
+		a.added = map[string]Amount{}
 	}
-	a.added[node] = a.added[node].add(room)
+	a.added[node] = a.added[node].Add(room)
 }
 
 // addedOn returns sum plus the room nominated runners hold on node.
-func (a *adjustments) addedOn(node string, sum amount) amount {
+func (a *adjustments) addedOn(node string, sum Amount) Amount {
 	if extra, ok := a.added[node]; ok {
-		return sum.add(extra)
+		return sum.Add(extra)
 	}
 	return sum
 }
@@ -98,16 +98,16 @@ func (pl *WorkflowReservation) AddPod(ctx context.Context, cs fwk.CycleState, po
 	if p.UID == podToSchedule.UID {
 		return nil
 	}
-	if r, ok := pl.store.get(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); ok && r.runnerUID == p.UID {
+	if r, ok := pl.store.Get(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); ok && r.RunnerUID == p.UID {
 		s.adjust.removed = dropUID(s.adjust.removed, p.UID)
 		return nil
 	}
 	if r, ok := pl.reservationOfVictim(p, nodeInfo); ok {
-		s.adjust.workflowRemoved = dropUID(s.adjust.workflowRemoved, r.runnerUID)
+		s.adjust.workflowRemoved = dropUID(s.adjust.workflowRemoved, r.RunnerUID)
 		return nil
 	}
 	if p.Spec.NodeName == "" && pl.trusted(p) {
-		if sz := pl.sizer.size(p); !sz.workflow.isZero() {
+		if sz := pl.sizer.size(p); !sz.workflow.IsZero() {
 			s.adjust.add(nodeInfo.Node().Name, sz.workflow)
 			klog.FromContext(ctx).V(5).Info("Nominated runner's workflow room counted", "pod", klog.KObj(podToSchedule), "runner", klog.KObj(p), "node", nodeInfo.Node().Name, "size", sz.workflow.String())
 		}
@@ -123,13 +123,13 @@ func (pl *WorkflowReservation) RemovePod(ctx context.Context, cs fwk.CycleState,
 		return fwk.AsStatus(err)
 	}
 	p := podInfoToRemove.GetPod()
-	if r, ok := pl.store.get(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); ok && r.runnerUID == p.UID && r.node == nodeInfo.Node().Name {
-		s.adjust.removed = addUID(s.adjust.removed, r.runnerUID)
-		klog.FromContext(ctx).V(5).Info("Victim runner's reservation removed", "pod", klog.KObj(podToSchedule), "runner", klog.KObj(p), "node", r.node)
+	if r, ok := pl.store.Get(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); ok && r.RunnerUID == p.UID && r.Node == nodeInfo.Node().Name {
+		s.adjust.removed = addUID(s.adjust.removed, r.RunnerUID)
+		klog.FromContext(ctx).V(5).Info("Victim runner's reservation removed", "pod", klog.KObj(podToSchedule), "runner", klog.KObj(p), "node", r.Node)
 		return nil
 	}
 	if r, ok := pl.reservationOfVictim(p, nodeInfo); ok {
-		s.adjust.workflowRemoved = addUID(s.adjust.workflowRemoved, r.runnerUID)
+		s.adjust.workflowRemoved = addUID(s.adjust.workflowRemoved, r.RunnerUID)
 	}
 	return nil
 }
@@ -137,14 +137,14 @@ func (pl *WorkflowReservation) RemovePod(ctx context.Context, cs fwk.CycleState,
 // reservationOfVictim returns the reservation that workflow pod p, on
 // nodeInfo's node, claimed (or would claim, if the informer handler has not
 // caught up yet).
-func (pl *WorkflowReservation) reservationOfVictim(p *v1.Pod, nodeInfo fwk.NodeInfo) (reservation, bool) {
+func (pl *WorkflowReservation) reservationOfVictim(p *v1.Pod, nodeInfo fwk.NodeInfo) (Reservation, bool) {
 	runner, ok := pl.runnerOf(p)
 	if !ok {
-		return reservation{}, false
+		return Reservation{}, false
 	}
-	r, ok := pl.store.get(runner)
-	if !ok || r.node != nodeInfo.Node().Name || !r.owns(p) {
-		return reservation{}, false
+	r, ok := pl.store.Get(runner)
+	if !ok || r.Node != nodeInfo.Node().Name || !r.Owns(p) {
+		return Reservation{}, false
 	}
 	return r, r.claimedBy == p.UID || r.claimedBy == ""
 }

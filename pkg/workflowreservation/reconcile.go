@@ -35,13 +35,13 @@ func (pl *WorkflowReservation) reconcile(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("reconciler")
 	finished := pl.finishedWorkflowPods(ctx, logger)
 	freed := false
-	for _, r := range pl.store.list() {
+	for _, r := range pl.store.List() {
 		freed = pl.reconcileReservation(logger, r, finished) || freed
 	}
 	pl.recoverUnrecorded(logger)
 	pl.sh.pairs.sweep()
 	if pl.sh.holds != nil {
-		pl.sh.holds.sweep(pl.store.list())
+		pl.sh.holds.sweep(pl.store.List())
 	}
 	if freed {
 		// No cluster event announces these releases.
@@ -72,58 +72,54 @@ func (pl *WorkflowReservation) finishedWorkflowPods(ctx context.Context, logger 
 }
 
 // reconcileReservation repairs r; it reports whether it freed room.
-func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reservation, finished map[types.UID]*v1.Pod) bool {
-	pod, err := pl.pods.Pods(r.runner.Namespace).Get(r.runner.Name)
+func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r Reservation, finished map[types.UID]*v1.Pod) bool {
+	pod, err := pl.pods.Pods(r.Runner.Namespace).Get(r.Runner.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
-		logger.Error(err, "Getting a runner", "runner", r.runner)
+		logger.Error(err, "Getting a runner", "runner", r.Runner)
 		return false
 	}
 	switch {
-	case pod == nil || pod.UID != r.runnerUID || isTerminal(pod):
-		if pl.store.remove(r.runner, r.runnerUID) != nil {
-			pl.repaired(logger, stub(r), repairRunnerGone, fmt.Sprintf("Released %s on node %s: the runner is gone", r.size, r.node))
+	case pod == nil || pod.UID != r.RunnerUID || isTerminal(pod):
+		if _, ok := pl.store.Release(r.Runner, r.RunnerUID); ok {
+			pl.repaired(logger, stub(r), repairRunnerGone, fmt.Sprintf("Released %s on node %s: the runner is gone", r.Size, r.Node))
 			return true
 		}
 		return false
-	case pod.Spec.NodeName != "" && pod.Spec.NodeName != r.node:
+	case pod.Spec.NodeName != "" && pod.Spec.NodeName != r.Node:
 		nr, err := reservationFromPod(pod)
 		if err != nil || nr == nil {
-			if pl.store.remove(r.runner, r.runnerUID) != nil {
-				pl.repaired(logger, pod, repairMoved, fmt.Sprintf("Released %s on node %s: the runner is bound to node %s and carries no valid record (%v)", r.size, r.node, pod.Spec.NodeName, err))
+			if _, ok := pl.store.Release(r.Runner, r.RunnerUID); ok {
+				pl.repaired(logger, pod, repairMoved, fmt.Sprintf("Released %s on node %s: the runner is bound to node %s and carries no valid record (%v)", r.Size, r.Node, pod.Spec.NodeName, err))
 				return true
 			}
 			return false
 		}
-		pl.store.put(nr)
-		pl.repaired(logger, pod, repairMoved, fmt.Sprintf("Moved the reservation from node %s to node %s, where the runner is bound", r.node, nr.node))
+		pl.store.Rebuild(nr)
+		pl.repaired(logger, pod, repairMoved, fmt.Sprintf("Moved the reservation from node %s to node %s, where the runner is bound", r.Node, nr.Node))
 		return true
-	case pod.Spec.NodeName == r.node:
-		if _, err := pl.nodes.Get(r.node); apierrors.IsNotFound(err) {
-			if pl.store.remove(r.runner, r.runnerUID) != nil {
-				pl.sh.release(r.runnerUID)
-				pl.repaired(logger, pod, repairNodeGone, fmt.Sprintf("Released %s: node %s is gone", r.size, r.node))
+	case pod.Spec.NodeName == r.Node:
+		if _, err := pl.nodes.Get(r.Node); apierrors.IsNotFound(err) {
+			if _, ok := pl.store.Release(r.Runner, r.RunnerUID); ok {
+				pl.sh.release(r.RunnerUID)
+				pl.repaired(logger, pod, repairNodeGone, fmt.Sprintf("Released %s: node %s is gone", r.Size, r.Node))
 			}
 			return false // the node's room is gone with it
 		}
 		if err := pl.beyondNode(&r, pod); err != nil {
-			if pl.store.remove(r.runner, r.runnerUID) != nil {
+			if _, ok := pl.store.Release(r.Runner, r.RunnerUID); ok {
 				pl.repaired(logger, pod, repairInvalid, "Released: "+err.Error())
 				return true
 			}
 			return false
 		}
 		if !r.bound {
-			pl.store.update(r.runner, func(s *reservation) bool {
-				changed := s.runnerUID == r.runnerUID && !s.bound
-				s.bound = s.bound || changed
-				return changed
-			})
+			pl.store.MarkBound(r.Runner, r.RunnerUID)
 		}
 	}
 	if r.done {
 		return false
 	}
-	workflows := pl.workflowPods(r.runner)
+	workflows := pl.workflowPods(r.Runner)
 	if r.claimedBy != "" {
 		for _, wf := range workflows {
 			if wf.UID == r.claimedBy && !isTerminal(wf) && finished[wf.UID] == nil {
@@ -131,22 +127,22 @@ func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reserv
 			}
 		}
 		if pl.markDone(r, r.claimedBy) {
-			pl.repaired(logger, pod, repairFinished, fmt.Sprintf("The workflow pod that claimed the reservation on node %s is gone; it holds nothing more", r.node))
+			pl.repaired(logger, pod, repairFinished, fmt.Sprintf("The workflow pod that claimed the reservation on node %s is gone; it holds nothing more", r.Node))
 			return true
 		}
 		return false
 	}
 	for _, wf := range workflows {
-		if wf.Spec.NodeName != "" && !isTerminal(wf) && finished[wf.UID] == nil && r.owns(wf) {
-			pl.observeWorkflow(logger, wf, r.runner)
+		if wf.Spec.NodeName != "" && !isTerminal(wf) && finished[wf.UID] == nil && r.Owns(wf) {
+			pl.observeWorkflow(logger, wf, r.Runner)
 			pl.repaired(logger, pod, repairClaimed, fmt.Sprintf("Workflow pod %s on node %s had not been counted as the reservation's claim", wf.Name, wf.Spec.NodeName))
 			return true
 		}
 	}
 	for _, wf := range finished {
-		if wf.Namespace == r.runner.Namespace && wf.Labels[pl.runnerPodLabel] == r.runner.Name && r.owns(wf) {
+		if wf.Namespace == r.Runner.Namespace && wf.Labels[pl.runnerPodLabel] == r.Runner.Name && r.Owns(wf) {
 			if pl.markDone(r, wf.UID) {
-				pl.repaired(logger, pod, repairFinished, fmt.Sprintf("Workflow pod %s already finished; the reservation on node %s holds nothing more", wf.Name, r.node))
+				pl.repaired(logger, pod, repairFinished, fmt.Sprintf("Workflow pod %s already finished; the reservation on node %s holds nothing more", wf.Name, r.Node))
 				return true
 			}
 			return false
@@ -157,14 +153,8 @@ func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reserv
 
 // markDone marks r used up by workflow pod uid, if it is still the same
 // reservation and not used up.
-func (pl *WorkflowReservation) markDone(r reservation, uid types.UID) bool {
-	changed := false
-	pl.store.update(r.runner, func(s *reservation) bool {
-		if s.runnerUID == r.runnerUID && !s.done && (s.claimedBy == "" || s.claimedBy == uid) {
-			s.claimedBy, s.claimSeen, s.done, changed = uid, true, true, true
-		}
-		return changed
-	})
+func (pl *WorkflowReservation) markDone(r Reservation, uid types.UID) bool {
+	changed := pl.store.WorkflowPodFinished(r.Runner, r.RunnerUID, uid)
 	if changed {
 		pl.recordMetrics()
 	}
@@ -197,23 +187,23 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 			}
 		}
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-		if r, ok := pl.store.get(key); ok && r.runnerUID == pod.UID {
+		if r, ok := pl.store.Get(key); ok && r.RunnerUID == pod.UID {
 			continue
 		}
 		owner := pl.sh.profileOf(pod)
 		sz := owner.sizer.size(pod)
-		if sz.workflow.isZero() {
+		if sz.workflow.IsZero() {
 			continue
 		}
-		r := &reservation{
-			runner: key, runnerUID: pod.UID, runnerCreated: pod.CreationTimestamp.Time,
-			node: pod.Spec.NodeName, size: sz.workflow, step: sz.step, ports: sz.ports, source: sz.source, bound: true,
+		r := &Reservation{
+			Runner: key, RunnerUID: pod.UID, RunnerCreated: pod.CreationTimestamp.Time,
+			Node: pod.Spec.NodeName, Size: sz.workflow, Step: sz.step, Ports: sz.ports, Source: sz.source, bound: true,
 		}
 		if err := pl.beyondNode(r, pod); err != nil {
 			logger.V(2).Info("Not recovering a runner's reservation", "runner", klog.KObj(pod), "err", err)
 			continue
 		}
-		pl.store.put(r)
+		pl.store.Rebuild(r)
 		pl.recordMetrics()
 		pl.repaired(logger, pod, repairRecovered, fmt.Sprintf("Bound without a recorded reservation: holding %s on node %s for its workflow pod from now on (size from %s)", sz.workflow, pod.Spec.NodeName, sz.source))
 		for _, wf := range pl.workflowPods(key) {
@@ -234,6 +224,6 @@ func (pl *WorkflowReservation) repaired(logger klog.Logger, pod *v1.Pod, kind, m
 }
 
 // stub stands for a runner pod that is gone, as the object of an event.
-func stub(r reservation) *v1.Pod {
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.runner.Namespace, Name: r.runner.Name, UID: r.runnerUID}}
+func stub(r Reservation) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.Runner.Namespace, Name: r.Runner.Name, UID: r.RunnerUID}}
 }

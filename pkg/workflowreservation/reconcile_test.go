@@ -33,7 +33,7 @@ func TestReconcile(t *testing.T) {
 			drift:      func(pl *WorkflowReservation) { pl.store.put(oneUnitReservation("ghost")) },
 			wantRepair: repairRunnerGone,
 			check: func(t *testing.T, pl *WorkflowReservation) {
-				if _, ok := pl.store.get(key("ghost")); ok {
+				if _, ok := pl.store.Get(key("ghost")); ok {
 					t.Error("reservation of a runner that is gone is still held")
 				}
 			},
@@ -42,7 +42,7 @@ func TestReconcile(t *testing.T) {
 			objs: []runtime.Object{runner("r1").Obj()},
 			drift: func(pl *WorkflowReservation) {
 				r := oneUnitReservation("r1")
-				r.runnerUID = "older"
+				r.RunnerUID = "older"
 				pl.store.put(r)
 			},
 			wantRepair: repairRunnerGone,
@@ -51,12 +51,12 @@ func TestReconcile(t *testing.T) {
 			objs: []runtime.Object{runnerPod("r9").Node("n9").Annotation(contract.ReservationAnnotation, strings.Replace(recordedFor("r9"), `"n1"`, `"n9"`, 1)).Obj()},
 			drift: func(pl *WorkflowReservation) {
 				r := oneUnitReservation("r9")
-				r.node, r.bound = "n9", true
+				r.Node, r.bound = "n9", true
 				pl.store.put(r)
 			},
 			wantRepair: repairNodeGone,
 			check: func(t *testing.T, pl *WorkflowReservation) {
-				if _, ok := pl.store.get(key("r9")); ok {
+				if _, ok := pl.store.Get(key("r9")); ok {
 					t.Error("reservation on a node that is gone is still held")
 				}
 			},
@@ -65,13 +65,13 @@ func TestReconcile(t *testing.T) {
 			objs: []runtime.Object{runner("r1").Obj()},
 			drift: func(pl *WorkflowReservation) {
 				r := oneUnitReservation("r1")
-				r.node, r.bound = "gone", true
+				r.Node, r.bound = "gone", true
 				pl.store.put(r)
 			},
 			wantRepair: repairMoved, // the runner is bound to n1, which its record names
 			check: func(t *testing.T, pl *WorkflowReservation) {
-				if r, _ := pl.store.get(key("r1")); r.node != "n1" {
-					t.Errorf("reservation on %q, want n1 where the runner is bound", r.node)
+				if r, _ := pl.store.Get(key("r1")); r.Node != "n1" {
+					t.Errorf("reservation on %q, want n1 where the runner is bound", r.Node)
 				}
 			},
 		},
@@ -80,7 +80,7 @@ func TestReconcile(t *testing.T) {
 			drift:      func(pl *WorkflowReservation) { pl.store.put(oneUnitReservation("r1")) },
 			wantRepair: repairClaimed,
 			check: func(t *testing.T, pl *WorkflowReservation) {
-				if r, _ := pl.store.get(key("r1")); r.claimedBy != "r1-workflow" {
+				if r, _ := pl.store.Get(key("r1")); r.claimedBy != "r1-workflow" {
 					t.Errorf("claimedBy = %q, want r1-workflow", r.claimedBy)
 				}
 			},
@@ -94,7 +94,7 @@ func TestReconcile(t *testing.T) {
 			},
 			wantRepair: repairFinished,
 			check: func(t *testing.T, pl *WorkflowReservation) {
-				if r, _ := pl.store.get(key("r1")); !r.done {
+				if r, _ := pl.store.Get(key("r1")); !r.done {
 					t.Error("reservation whose workflow pod is gone still holds room")
 				}
 			},
@@ -102,10 +102,10 @@ func TestReconcile(t *testing.T) {
 		"runner bound with a record of an older build (no runnerUID)": {
 			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").
 				Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation"}`).Obj()},
-			drift:      func(pl *WorkflowReservation) { pl.store.remove(key("r1"), "") },
+			drift:      func(pl *WorkflowReservation) { pl.store.Release(key("r1"), "") },
 			wantRepair: repairRecovered,
 			check: func(t *testing.T, pl *WorkflowReservation) {
-				if r, ok := pl.store.get(key("r1")); !ok || r.size.String() != "cpu=2" {
+				if r, ok := pl.store.Get(key("r1")); !ok || r.Size.String() != "cpu=2" {
 					t.Errorf("reservation %+v (found %v), want cpu=2 recovered from the sizing annotation", r, ok)
 				}
 			},
@@ -113,11 +113,11 @@ func TestReconcile(t *testing.T) {
 		"runner bound without a record": {
 			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Obj()},
 			drift: func(pl *WorkflowReservation) {
-				pl.store.remove(key("r1"), "")
+				pl.store.Release(key("r1"), "")
 			},
 			wantRepair: repairRecovered,
 			check: func(t *testing.T, pl *WorkflowReservation) {
-				if r, ok := pl.store.get(key("r1")); !ok || r.size.String() != "cpu=2" || r.node != "n1" {
+				if r, ok := pl.store.Get(key("r1")); !ok || r.Size.String() != "cpu=2" || r.Node != "n1" {
 					t.Errorf("reservation %+v (found %v), want cpu=2 on n1 recovered from the annotation", r, ok)
 				}
 			},
@@ -159,7 +159,7 @@ func TestReconcileFinishedWorkflowPodBeforeRestart(t *testing.T) {
 	r1 := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	finished := workflowPod("r1").Node("n1").Phase(v1.PodSucceeded).Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), true, r1, finished)
-	if r, ok := pl.store.get(key("r1")); !ok || !r.done {
+	if r, ok := pl.store.Get(key("r1")); !ok || !r.done {
 		t.Errorf("reservation %+v (found %v), want it rebuilt and used up", r, ok)
 	}
 }

@@ -46,7 +46,7 @@ func reserveRunner(t *testing.T, pl *WorkflowReservation, pod *v1.Pod, node stri
 // carries its reservation (as Bind writes it) went through.
 func boundWithRecord(t *testing.T, pl *WorkflowReservation, pod *v1.Pod, node string) *v1.Pod {
 	t.Helper()
-	r, ok := pl.store.get(key(pod.Name))
+	r, ok := pl.store.Get(key(pod.Name))
 	if !ok {
 		t.Fatalf("no reservation for %s", pod.Name)
 	}
@@ -91,7 +91,7 @@ func TestStaleWorkflowPodOfEarlierIncarnation(t *testing.T) {
 	}
 
 	pl.onPod(logger, stale)
-	if r, _ := pl.store.get(key("r1")); r.claimedBy != "" {
+	if r, _ := pl.store.Get(key("r1")); r.claimedBy != "" {
 		t.Errorf("the stale workflow pod claimed the new runner's reservation (claimedBy %q)", r.claimedBy)
 	}
 
@@ -110,7 +110,7 @@ func TestRebuildIgnoresStaleWorkflowPod(t *testing.T) {
 	runner := runnerPod("r1").UID("r1-new").CreationTimestamp(later).Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1-new")).Obj()
 	stale := workflowPod("r1").UID("stale").CreationTimestamp(earlier).Node("n1").Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), true, runner, stale)
-	r, ok := pl.store.get(key("r1"))
+	r, ok := pl.store.Get(key("r1"))
 	if !ok {
 		t.Fatal("reservation not rebuilt")
 	}
@@ -131,7 +131,7 @@ func TestBindCommittedButReportedFailed(t *testing.T) {
 
 	pl.onPod(logger, boundWithRecord(t, pl, runner, "n1"))
 	pl.Unreserve(ctx, cs, runner, "n1")
-	if r, ok := pl.store.get(key("r1")); !ok || r.node != "n1" {
+	if r, ok := pl.store.Get(key("r1")); !ok || r.Node != "n1" {
 		t.Fatalf("after Unreserve of a runner the informer shows bound: reservation %+v (found %v), want it kept on n1", r, ok)
 	}
 }
@@ -147,8 +147,8 @@ func TestRunnerBoundElsewhereThanReserved(t *testing.T) {
 	elsewhere.Spec.NodeName = "n2"
 	elsewhere.Annotations[contract.ReservationAnnotation] = strings.Replace(elsewhere.Annotations[contract.ReservationAnnotation], `"node":"n1"`, `"node":"n2"`, 1)
 	pl.onPod(logger, elsewhere)
-	if r, _ := pl.store.get(key("r1")); r.node != "n2" {
-		t.Errorf("reservation on %q, want n2 where the runner is bound", r.node)
+	if r, _ := pl.store.Get(key("r1")); r.Node != "n2" {
+		t.Errorf("reservation on %q, want n2 where the runner is bound", r.Node)
 	}
 }
 
@@ -220,7 +220,7 @@ func TestUntrustedRecordsAreIgnored(t *testing.T) {
 	for name, pod := range tests {
 		t.Run(name, func(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), true, pod)
-			if got := pl.store.list(); len(got) != 0 {
+			if got := pl.store.List(); len(got) != 0 {
 				t.Errorf("reservations = %+v, want none", got)
 			}
 		})
@@ -270,7 +270,7 @@ func TestWorkflowUnreserveKeepsObservedClaim(t *testing.T) {
 	bound.Status.Phase = v1.PodSucceeded
 	pl.onPodDelete(logger, bound)
 	pl.Unreserve(ctx, cs, wf, "n1")
-	if r, _ := pl.store.get(key("r1")); !r.done {
+	if r, _ := pl.store.Get(key("r1")); !r.done {
 		t.Errorf("reservation %+v holds room again after Unreserve; its workflow pod already ran", r)
 	}
 }
@@ -286,12 +286,12 @@ func TestNodeDeletionReleaseSticks(t *testing.T) {
 	if err := h.client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the deleted node's reservation is released", func() bool { return pl.store.empty() })
+	eventually(t, "the deleted node's reservation is released", func() bool { return pl.store.Empty() })
 	updated := runner.DeepCopy()
 	updated.Labels["touched"] = "yes"
 	pl.onPod(logger, updated)
-	if !pl.store.empty() {
-		t.Errorf("reservation back after the runner's update: %+v", pl.store.list())
+	if !pl.store.Empty() {
+		t.Errorf("reservation back after the runner's update: %+v", pl.store.List())
 	}
 }
 
@@ -305,7 +305,7 @@ func TestRebuildWorkflowPodFirst(t *testing.T) {
 	pl.useListerOf(t, h, wf, runner)
 	pl.onPod(logger, wf)
 	pl.onPod(logger, runner)
-	if r, ok := pl.store.get(key("r1")); !ok || r.claimedBy != wf.UID {
+	if r, ok := pl.store.Get(key("r1")); !ok || r.claimedBy != wf.UID {
 		t.Errorf("reservation %+v (found %v), want it claimed by %s", r, ok, wf.UID)
 	}
 }
@@ -326,13 +326,13 @@ func TestStandbySaysNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the standby's store sees the claim", func() bool {
-		r, _ := pl.store.get(key("r1"))
+		r, _ := pl.store.Get(key("r1"))
 		return r.claimedBy != ""
 	})
 	if got := drainEvents(h); len(got) != 0 {
 		t.Errorf("the standby emitted events: %q", got)
 	}
-	gauge := metrics.Reservations.WithLabelValues(profile, phaseClaimed)
+	gauge := metrics.Reservations.WithLabelValues(profile, PhaseClaimed)
 	if v, _ := testutil.GetGaugeMetricValue(gauge); v != 0 {
 		t.Errorf("the standby exported %v claimed reservations", v)
 	}

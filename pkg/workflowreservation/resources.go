@@ -9,10 +9,10 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
-// amount is a bundle of resources in the units the scheduler accounts in:
+// Amount is a bundle of resources in the units the scheduler accounts in:
 // millicores for cpu, bytes for memory and storage, a count for pods and
 // extended resources.
-type amount struct {
+type Amount struct {
 	MilliCPU         int64
 	Memory           int64
 	EphemeralStorage int64
@@ -20,11 +20,11 @@ type amount struct {
 	Scalar           map[v1.ResourceName]int64
 }
 
-// amountFromList converts a ResourceList. Resources the scheduler does not
+// AmountFromList converts a ResourceList. Resources the scheduler does not
 // account for (e.g. hugepages are scalar and kept; unknown native names are
 // kept as scalar too) are carried along so nothing is silently dropped.
-func amountFromList(rl v1.ResourceList) amount {
-	var a amount
+func AmountFromList(rl v1.ResourceList) Amount {
+	var a Amount
 	for name, q := range rl {
 		switch name {
 		case v1.ResourceCPU:
@@ -45,17 +45,17 @@ func amountFromList(rl v1.ResourceList) amount {
 	return a
 }
 
-// podAmount is the pod's effective request as the scheduler computes it
+// PodAmount is the pod's effective request as the scheduler computes it
 // (containers, init containers, overhead, pod-level resources), plus one pod.
-func podAmount(pod *v1.Pod) amount {
-	a := amountFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+func PodAmount(pod *v1.Pod) Amount {
+	a := AmountFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
 	a.Pods = 1
 	return a
 }
 
-// add returns a+b.
-func (a amount) add(b amount) amount {
-	out := amount{
+// Add returns a+b.
+func (a Amount) Add(b Amount) Amount {
+	out := Amount{
 		MilliCPU:         a.MilliCPU + b.MilliCPU,
 		Memory:           a.Memory + b.Memory,
 		EphemeralStorage: a.EphemeralStorage + b.EphemeralStorage,
@@ -73,12 +73,12 @@ func (a amount) add(b amount) amount {
 	return out
 }
 
-// sub returns a-b.
-func (a amount) sub(b amount) amount { return a.add(b.scale(-1)) }
+// Sub returns a-b.
+func (a Amount) Sub(b Amount) Amount { return a.Add(b.Scale(-1)) }
 
-// atLeastZero returns a with every negative resource raised to zero.
-func (a amount) atLeastZero() amount {
-	out := amount{MilliCPU: max(a.MilliCPU, 0), Memory: max(a.Memory, 0), EphemeralStorage: max(a.EphemeralStorage, 0), Pods: max(a.Pods, 0)}
+// AtLeastZero returns a with every negative resource raised to zero.
+func (a Amount) AtLeastZero() Amount {
+	out := Amount{MilliCPU: max(a.MilliCPU, 0), Memory: max(a.Memory, 0), EphemeralStorage: max(a.EphemeralStorage, 0), Pods: max(a.Pods, 0)}
 	if len(a.Scalar) > 0 {
 		out.Scalar = make(map[v1.ResourceName]int64, len(a.Scalar))
 		for n, v := range a.Scalar {
@@ -88,9 +88,9 @@ func (a amount) atLeastZero() amount {
 	return out
 }
 
-// atMost returns a with every resource lowered to b's where b has less.
-func (a amount) atMost(b amount) amount {
-	out := amount{MilliCPU: min(a.MilliCPU, b.MilliCPU), Memory: min(a.Memory, b.Memory), EphemeralStorage: min(a.EphemeralStorage, b.EphemeralStorage), Pods: min(a.Pods, b.Pods)}
+// AtMost returns a with every resource lowered to b's where b has less.
+func (a Amount) AtMost(b Amount) Amount {
+	out := Amount{MilliCPU: min(a.MilliCPU, b.MilliCPU), Memory: min(a.Memory, b.Memory), EphemeralStorage: min(a.EphemeralStorage, b.EphemeralStorage), Pods: min(a.Pods, b.Pods)}
 	if len(a.Scalar) > 0 {
 		out.Scalar = make(map[v1.ResourceName]int64, len(a.Scalar))
 		for n, v := range a.Scalar {
@@ -102,9 +102,9 @@ func (a amount) atMost(b amount) amount {
 
 // amountOfPodInfo is the pod's effective request as the scheduler's
 // NodeInfo computed and cached it, plus one pod.
-func amountOfPodInfo(pi fwk.PodInfo) amount {
+func amountOfPodInfo(pi fwk.PodInfo) Amount {
 	r := pi.CalculateResource().Resource
-	a := amount{MilliCPU: r.GetMilliCPU(), Memory: r.GetMemory(), EphemeralStorage: r.GetEphemeralStorage(), Pods: 1}
+	a := Amount{MilliCPU: r.GetMilliCPU(), Memory: r.GetMemory(), EphemeralStorage: r.GetEphemeralStorage(), Pods: 1}
 	if sc := r.GetScalarResources(); len(sc) > 0 {
 		a.Scalar = make(map[v1.ResourceName]int64, len(sc))
 		for n, v := range sc {
@@ -114,9 +114,9 @@ func amountOfPodInfo(pi fwk.PodInfo) amount {
 	return a
 }
 
-// scale returns a multiplied by k.
-func (a amount) scale(k int64) amount {
-	out := amount{MilliCPU: a.MilliCPU * k, Memory: a.Memory * k, EphemeralStorage: a.EphemeralStorage * k, Pods: a.Pods * k}
+// Scale returns a multiplied by k.
+func (a Amount) Scale(k int64) Amount {
+	out := Amount{MilliCPU: a.MilliCPU * k, Memory: a.Memory * k, EphemeralStorage: a.EphemeralStorage * k, Pods: a.Pods * k}
 	if len(a.Scalar) > 0 {
 		out.Scalar = make(map[v1.ResourceName]int64, len(a.Scalar))
 		for n, v := range a.Scalar {
@@ -126,8 +126,8 @@ func (a amount) scale(k int64) amount {
 	return out
 }
 
-// isZero reports whether no resource is requested.
-func (a amount) isZero() bool {
+// IsZero reports whether no resource is requested.
+func (a Amount) IsZero() bool {
 	if a.MilliCPU != 0 || a.Memory != 0 || a.EphemeralStorage != 0 || a.Pods != 0 {
 		return false
 	}
@@ -139,8 +139,8 @@ func (a amount) isZero() bool {
 	return true
 }
 
-// negative reports whether any resource is below zero.
-func (a amount) negative() bool {
+// Negative reports whether any resource is below zero.
+func (a Amount) Negative() bool {
 	if a.MilliCPU < 0 || a.Memory < 0 || a.EphemeralStorage < 0 || a.Pods < 0 {
 		return true
 	}
@@ -152,8 +152,8 @@ func (a amount) negative() bool {
 	return false
 }
 
-// toList converts back to a ResourceList, leaving out zero entries.
-func (a amount) toList() v1.ResourceList {
+// ToList converts back to a ResourceList, leaving out zero entries.
+func (a Amount) ToList() v1.ResourceList {
 	rl := v1.ResourceList{}
 	if a.MilliCPU != 0 {
 		rl[v1.ResourceCPU] = *resource.NewMilliQuantity(a.MilliCPU, resource.DecimalSI)
@@ -178,15 +178,15 @@ func (a amount) toList() v1.ResourceList {
 // String renders the amount the way users write it in the annotation:
 // "cpu=1,memory=2Gi", sorted by name. The pod count is left out: every
 // workflow pod is one pod.
-func (a amount) String() string {
-	rl := a.toList()
+func (a Amount) String() string {
+	rl := a.ToList()
 	delete(rl, v1.ResourcePods)
 	return contract.FormatResources(rl)
 }
 
 // fits reports whether need fits into the node's free room once reserved
 // is also taken away, for every resource need asks for, pods included.
-func fits(need, reserved amount, nodeInfo fwk.NodeInfo) bool {
+func fits(need, reserved Amount, nodeInfo fwk.NodeInfo) bool {
 	alloc, used := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
 	fit := func(want, allocatable, requested, held int64) bool {
 		return want <= 0 || want <= allocatable-requested-held

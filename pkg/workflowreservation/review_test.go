@@ -37,7 +37,7 @@ func TestReserveKeepsBoundReservation(t *testing.T) {
 		t.Error("Reserve of an already bound runner succeeded")
 	}
 	pl.Unreserve(ctx, cs, pending, "n2")
-	if r, ok := pl.store.get(key("r1")); !ok || r.node != "n1" {
+	if r, ok := pl.store.Get(key("r1")); !ok || r.Node != "n1" {
 		t.Errorf("reservation %+v (found %v), want it kept on n1", r, ok)
 	}
 }
@@ -50,7 +50,7 @@ func TestRecordBeyondNodeIsIgnored(t *testing.T) {
 		`{"node":"n1","requests":{"cpu":"1000","pods":"1"},"source":"annotation","runnerUID":"r1"}`).Obj()
 	oversized := runnerPod("r2").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1000").Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), true, threeUnits, forged, oversized)
-	if got := pl.store.list(); len(got) != 0 {
+	if got := pl.store.List(); len(got) != 0 {
 		t.Errorf("reservations %+v, want none beyond a 3-cpu node", got)
 	}
 }
@@ -73,11 +73,11 @@ func TestNoOpUpdatesKeepNodeVersion(t *testing.T) {
 	pl.store.put(oneUnitReservation("r1"))
 	wf := workflowPod("r1").Node("n1").Obj()
 	pl.onPod(logger, wf)
-	v := pl.store.nodeVersion("n1")
+	v := pl.store.NodeVersion("n1")
 	for range 5 {
 		pl.onPod(logger, wf)
 	}
-	if got := pl.store.nodeVersion("n1"); got != v {
+	if got := pl.store.NodeVersion("n1"); got != v {
 		t.Errorf("5 no-op updates moved the node's version from %d to %d", v, got)
 	}
 }
@@ -105,8 +105,8 @@ func TestGraceKeepsStepHeadroom(t *testing.T) {
 	pl.useListerOf(t, h)
 	pl.store.put(withStep())
 	pl.releaseWithoutWorkflowPod(klogger(t), key("r1"), "r1")
-	r, _ := pl.store.get(key("r1"))
-	if got, _ := r.holds(runnerPods{}); got.MilliCPU != 1000 || got.Pods != 1 {
+	r, _ := pl.store.Get(key("r1"))
+	if got, _ := r.Holds(RunnerPods{}); got.MilliCPU != 1000 || got.Pods != 1 {
 		t.Errorf("holds cpu=%dm pods=%d after the grace, want the step headroom cpu=1000m pods=1", got.MilliCPU, got.Pods)
 	}
 }
@@ -116,13 +116,13 @@ func TestGraceKeepsStepHeadroom(t *testing.T) {
 // runner's job and release its room.
 func TestStaleJobRecorded(t *testing.T) {
 	r := oneUnitReservation("r1")
-	r.staleJob = "j0"
+	r.StaleJob = "j0"
 	value, err := encodeReservation(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	back, err := reservationFromPod(runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, value).Obj())
-	if err != nil || back.staleJob != "j0" {
+	if err != nil || back.StaleJob != "j0" {
 		t.Fatalf("rebuilt %+v, %v; want staleJob j0", back, err)
 	}
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
@@ -130,7 +130,7 @@ func TestStaleJobRecorded(t *testing.T) {
 	pl.onEphemeralRunner(klogger(t), &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"namespace": "arc", "name": "r1"}, "status": map[string]any{"jobId": "j0"},
 	}})
-	if got, _ := pl.store.get(key("r1")); !got.jobStarted.IsZero() {
+	if got, _ := pl.store.Get(key("r1")); !got.jobStarted.IsZero() {
 		t.Error("the earlier runner's job started the grace of the rebuilt reservation")
 	}
 }
@@ -140,7 +140,7 @@ func TestStaleJobRecorded(t *testing.T) {
 func TestStandbyHoldsRecovered(t *testing.T) {
 	runner := runnerPod("r1").SchedulerName("sb").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
 	pl, h := newTestReplica(t, defaultArgs(), leadership.New(), "sb", true, runner)
-	eventually(t, "the standby recovers the runner's reservation", func() bool { return !pl.store.empty() })
+	eventually(t, "the standby recovers the runner's reservation", func() bool { return !pl.store.Empty() })
 	if got := drainEvents(h); len(got) != 0 {
 		t.Errorf("the standby reported its repair: %q", got)
 	}
@@ -208,35 +208,35 @@ func TestHeldCache(t *testing.T) {
 	pl.store.put(oneUnitReservation("r1"))
 	ni := nodeInfo(threeUnits, runnerPod("r1").Req(units("1")).Node("n1").Obj())
 	s := state(pl, other)
-	if got := pl.held(s, ni).amount.MilliCPU; got != 1000 {
+	if got := pl.held(s, ni).Amount.MilliCPU; got != 1000 {
 		t.Fatalf("held %dm, want 1000m", got)
 	}
 	// The store changes: a second reservation on the node.
 	pl.store.put(oneUnitReservation("r2"))
-	if got := pl.held(s, ni).amount.MilliCPU; got != 2000 {
+	if got := pl.held(s, ni).Amount.MilliCPU; got != 2000 {
 		t.Errorf("after a store change held %dm, want 2000m", got)
 	}
 	// The node's pods change: r1's workflow pod arrives (new generation).
 	arrived := nodeInfo(threeUnits, runnerPod("r1").Req(units("1")).Node("n1").Obj(), workflowPod("r1").Req(units("1")).Node("n1").Obj())
-	if got := pl.held(s, arrived).amount.MilliCPU; got != 1000 {
+	if got := pl.held(s, arrived).Amount.MilliCPU; got != 1000 {
 		t.Errorf("after r1's workflow pod arrived held %dm, want 1000m (r2's)", got)
 	}
 	// A workflow pod does not count its own reservation, and what it sees
 	// is not served to the next ordinary pod.
 	wf := state(pl, workflowPod("r2").Req(units("1")).Obj())
-	if got := pl.held(wf, ni).amount.MilliCPU; got != 1000 {
+	if got := pl.held(wf, ni).Amount.MilliCPU; got != 1000 {
 		t.Errorf("r2's workflow pod sees %dm held, want 1000m (r1's only)", got)
 	}
-	if got := pl.held(s, ni).amount.MilliCPU; got != 2000 {
+	if got := pl.held(s, ni).Amount.MilliCPU; got != 2000 {
 		t.Errorf("after the workflow pod's call an ordinary pod sees %dm, want 2000m", got)
 	}
 	// A dry run without r1 is neither served nor cached.
 	dry := s.Clone().(*preFilterState)
 	dry.adjust.removed = addUID(dry.adjust.removed, "r1")
-	if got := pl.held(dry, ni).amount.MilliCPU; got != 1000 {
+	if got := pl.held(dry, ni).Amount.MilliCPU; got != 1000 {
 		t.Errorf("dry run without r1 sees %dm, want 1000m", got)
 	}
-	if got := pl.held(s, ni).amount.MilliCPU; got != 2000 {
+	if got := pl.held(s, ni).Amount.MilliCPU; got != 2000 {
 		t.Errorf("after the dry run an ordinary pod sees %dm, want 2000m", got)
 	}
 }

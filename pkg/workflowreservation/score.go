@@ -30,7 +30,7 @@ type scoreState struct {
 	*preFilterState
 	// need is what the pod brings to a node: its request, plus its
 	// workflow pod's for a runner.
-	need amount
+	need Amount
 }
 
 func (s *scoreState) Clone() fwk.StateData { return s }
@@ -40,11 +40,11 @@ func (s *scoreState) Clone() fwk.StateData { return s }
 func (pl *WorkflowReservation) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	s, err := getPreFilterState(cs)
 	if err != nil {
-		s = &preFilterState{request: podAmount(pod)}
+		s = &preFilterState{request: PodAmount(pod)}
 	}
 	need := s.request
 	if s.kind == kindRunner {
-		need = need.add(s.workflow)
+		need = need.Add(s.workflow)
 	}
 	cs.Write(preScoreStateKey, &scoreState{preFilterState: s, need: need})
 	return nil
@@ -63,10 +63,10 @@ func (pl *WorkflowReservation) Score(_ context.Context, cs fwk.CycleState, _ *v1
 	if !ok {
 		return 0, fwk.AsStatus(fmt.Errorf("%+v convert to workflowreservation.scoreState error", c))
 	}
-	if s.kind == kindWorkflow && nodeInfo.Node().Name == s.own.node {
+	if s.kind == kindWorkflow && nodeInfo.Node().Name == s.own.Node {
 		return fwk.MaxNodeScore, nil
 	}
-	used := s.need.add(pl.held(s.preFilterState, nodeInfo).amount)
+	used := s.need.Add(pl.held(s.preFilterState, nodeInfo).Amount)
 	alloc, requested := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
 
 	var total, weights int64

@@ -21,28 +21,28 @@ func TestScore(t *testing.T) {
 		strategy     config.ScoringStrategyType
 		pod          *v1.Pod
 		nodePods     []*v1.Pod
-		reservations []*reservation
+		reservations []*Reservation
 		want         int64
 	}{
 		"least allocated: reserved room counts as used": {
 			strategy:     config.LeastAllocated,
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			want:         60, // 10 - 2 - 1 reserved - 1 = 6 free of 10
 		},
 		"most allocated: reserved room counts as used": {
 			strategy:     config.MostAllocated,
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			want:         40,
 		},
 		"most allocated: a claimed reservation is counted once": {
 			strategy: config.MostAllocated,
 			pod:      st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
 			nodePods: []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
-			reservations: []*reservation{func() *reservation {
+			reservations: []*Reservation{func() *Reservation {
 				r := oneUnitReservation("r1")
 				r.claimedBy = "r1-workflow"
 				return r
@@ -58,7 +58,7 @@ func TestScore(t *testing.T) {
 			strategy:     config.LeastAllocated,
 			pod:          workflowPod("r1").Req(units("9")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*reservation{oneUnitReservation("r1")},
+			reservations: []*Reservation{oneUnitReservation("r1")},
 			want:         fwk.MaxNodeScore,
 		},
 	}

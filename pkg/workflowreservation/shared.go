@@ -21,7 +21,7 @@ import (
 // profile that enables the plugin, have in common: one cluster, so one set of
 // reservations, whichever profile took them.
 type shared struct {
-	store   *store
+	store   *Store
 	leader  *leadership.Leadership
 	waiting waitingPods
 
@@ -60,7 +60,7 @@ func newShared(l *leadership.Leadership) *shared {
 		l = leadership.Leading()
 	}
 	return &shared{
-		store:     newStore(),
+		store:     NewStore(),
 		leader:    l,
 		profiles:  map[string]*WorkflowReservation{},
 		nominated: map[types.UID]bool{},

@@ -25,7 +25,7 @@ import (
 type sizing struct {
 	// workflow is the workflow pod's request (plus step headroom), or zero
 	// when no source answered.
-	workflow amount
+	workflow Amount
 	source   contract.Source
 	// problems are the sources that were meant to answer but could not,
 	// in order; each becomes a Warning event on the runner.
@@ -35,7 +35,7 @@ type sizing struct {
 	notice string
 	// step is the headroom for container-step pods included in workflow
 	// (one pod included), zero for none; stepSource says where it came from.
-	step       amount
+	step       Amount
 	stepSource contract.Source
 	// ports are the host ports the workflow pod will use.
 	ports []contract.HostPort
@@ -253,7 +253,7 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 		switch {
 		case err != nil:
 			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", contract.WorkflowRequestsAnnotation, v, err))
-		case amountFromList(rl).isZero():
+		case AmountFromList(rl).IsZero():
 			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q asks for no resources", contract.WorkflowRequestsAnnotation, v))
 		default:
 			workflow, out.source = rl, contract.SourceAnnotation
@@ -281,7 +281,7 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 	if out.source != contract.SourceHookTemplate {
 		out.notice = ""
 	}
-	out.workflow = amountFromList(workflow)
+	out.workflow = AmountFromList(workflow)
 	out.workflow.Pods = 1
 
 	step, stepSource := s.defaultStep, contract.SourceDefault
@@ -307,11 +307,11 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 			step, stepSource = rl, contract.SourceAnnotation
 		}
 	}
-	if extra := amountFromList(step); !extra.isZero() {
+	if extra := AmountFromList(step); !extra.IsZero() {
 		// A step pod is a pod too.
 		extra.Pods = 1
 		out.step, out.stepSource = extra, stepSource
-		out.workflow = out.workflow.add(extra)
+		out.workflow = out.workflow.Add(extra)
 	}
 
 	out.ports = s.defaultPorts
@@ -359,7 +359,7 @@ func (s *sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, no
 	if err != nil {
 		return nil, true, "", fmt.Errorf("%s: %w", where, err)
 	}
-	if amountFromList(t.workflow).isZero() {
+	if AmountFromList(t.workflow).IsZero() {
 		return nil, true, "", fmt.Errorf("%s asks for no resources: give %s requests or limits", where, contract.JobContainer)
 	}
 	if !t.hasJob {

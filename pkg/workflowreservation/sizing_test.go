@@ -311,7 +311,7 @@ func TestSize(t *testing.T) {
 				t.Errorf("intended = %v, want %v", got.intended, !tc.wantUnintended)
 			}
 			if tc.want == "" {
-				if !got.workflow.isZero() {
+				if !got.workflow.IsZero() {
 					t.Errorf("workflow = %s, want none", got.workflow)
 				}
 			} else {
@@ -319,7 +319,7 @@ func TestSize(t *testing.T) {
 					t.Errorf("size = %s from %q, want %s from %q", got.workflow, got.source, tc.want, tc.wantSource)
 				}
 				wantPods := int64(1)
-				if !got.step.isZero() {
+				if !got.step.IsZero() {
 					wantPods = 2 // a step pod is a pod too
 				}
 				if got.workflow.Pods != wantPods {

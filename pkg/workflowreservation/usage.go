@@ -28,46 +28,46 @@ import (
 // So a hand-over has neither a gap nor a double count, whichever of the
 // scheduler and the plugin's handler saw the pod first.
 
-// runnerPods is what one reservation's runner has on the node.
-type runnerPods struct {
-	workflow    bool
-	workflowReq amount
-	steps       amount
+// RunnerPods is what one reservation's runner has on the node.
+type RunnerPods struct {
+	Workflow        bool
+	WorkflowRequest Amount
+	Steps           Amount
 	// placeholder is what the runner's placeholder pods there request.
-	placeholder    amount
-	hasPlaceholder bool
+	Placeholder    Amount
+	HasPlaceholder bool
 }
 
-// heldRoom is what the reservations on a node hold against a pod.
-type heldRoom struct {
-	amount amount
-	ports  []contract.HostPort
+// Held is what the reservations on a node hold against a pod.
+type Held struct {
+	Amount Amount
+	Ports  []contract.HostPort
 }
 
-// holds returns what r still holds, given its runner's pods on the node.
-func (r *reservation) holds(on runnerPods) (amount, []contract.HostPort) {
+// Holds returns what r still holds, given its runner's pods on the node.
+func (r *Reservation) Holds(on RunnerPods) (Amount, []contract.HostPort) {
 	a, ports := r.holdsWithoutPlaceholder(on)
-	if !on.hasPlaceholder {
+	if !on.HasPlaceholder {
 		return a, ports
 	}
-	return a.sub(on.placeholder).atLeastZero(), ports
+	return a.Sub(on.Placeholder).AtLeastZero(), ports
 }
 
-func (r *reservation) holdsWithoutPlaceholder(on runnerPods) (amount, []contract.HostPort) {
+func (r *Reservation) holdsWithoutPlaceholder(on RunnerPods) (Amount, []contract.HostPort) {
 	switch {
 	case r.done:
-		return amount{}, nil
-	case !on.workflow && r.claimedBy == "" && r.noWorkflowPod:
-		return r.step.sub(on.steps).atLeastZero(), nil
-	case !on.workflow && r.claimedBy == "":
-		return r.size.sub(on.steps).atLeastZero(), r.ports
-	case !on.workflow:
+		return Amount{}, nil
+	case !on.Workflow && r.claimedBy == "" && r.noWorkflowPod:
+		return r.Step.Sub(on.Steps).AtLeastZero(), nil
+	case !on.Workflow && r.claimedBy == "":
+		return r.Size.Sub(on.Steps).AtLeastZero(), r.Ports
+	case !on.Workflow:
 		// Claimed (assumed by the scheduler, or seen by the handler) but
 		// not in this snapshot yet: keep all of it, no gap.
-		return r.size, r.ports
+		return r.Size, r.Ports
 	}
-	headroom := r.size.sub(on.workflowReq).atLeastZero().atMost(r.step)
-	return headroom.sub(on.steps).atLeastZero(), nil
+	headroom := r.Size.Sub(on.WorkflowRequest).AtLeastZero().AtMost(r.Step)
+	return headroom.Sub(on.Steps).AtLeastZero(), nil
 }
 
 // held sums what the reservations on the node hold against the pod being
@@ -81,12 +81,12 @@ func (r *reservation) holdsWithoutPlaceholder(on runnerPods) (amount, []contract
 // pods (the NodeInfo generation) change, so that in a steady cluster the
 // call is a lookup; pods with a reservation of their own and dry runs
 // compute it afresh.
-func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) heldRoom {
+func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) Held {
 	node := nodeInfo.Node().Name
-	var out heldRoom
+	var out Held
 	own := s.kind == kindWorkflow || s.kind == kindStep
 	cacheable := !own && s.adjust.empty()
-	pl.store.withNode(node, func(n *nodeReservations) {
+	pl.store.WithNode(node, func(n *NodeReservations) {
 		if n == nil {
 			return
 		}
@@ -98,32 +98,32 @@ func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) he
 			}
 		}
 		rs := n.list
-		var buf [16]runnerPods
+		var buf [16]RunnerPods
 		on := buf[:0]
 		if len(rs) > len(buf) {
-			on = make([]runnerPods, 0, len(rs))
+			on = make([]RunnerPods, 0, len(rs))
 		}
 		on = pl.runnerPodsOn(rs, nodeInfo, on[:len(rs)])
 		for i, r := range rs {
-			if r.done || s.adjust.isRemoved(r.runnerUID) {
+			if r.done || s.adjust.isRemoved(r.RunnerUID) {
 				continue
 			}
-			if own && r.runnerUID == s.own.runnerUID {
+			if own && r.RunnerUID == s.own.RunnerUID {
 				if s.kind == kindWorkflow {
 					// Its placeholder yields to it: that room is its own too.
-					out.amount = out.amount.sub(on[i].placeholder)
+					out.Amount = out.Amount.Sub(on[i].Placeholder)
 				}
 				continue
 			}
-			a, ports := r.holds(on[i])
-			out.amount = out.amount.add(a)
-			out.ports = append(out.ports, ports...)
+			a, ports := r.Holds(on[i])
+			out.Amount = out.Amount.Add(a)
+			out.Ports = append(out.Ports, ports...)
 		}
 		if cacheable {
 			n.held.Store(&heldEntry{version: n.version, generation: generation, held: out})
 		}
 	})
-	out.amount = s.adjust.addedOn(node, out.amount)
+	out.Amount = s.adjust.addedOn(node, out.Amount)
 	return out
 }
 
@@ -135,15 +135,15 @@ func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) he
 //
 // rs is sorted by runner (the store keeps it so); on has rs's length and is
 // filled in and returned.
-func (pl *WorkflowReservation) runnerPodsOn(rs []*reservation, nodeInfo fwk.NodeInfo, on []runnerPods) []runnerPods {
+func (pl *WorkflowReservation) runnerPodsOn(rs []*Reservation, nodeInfo fwk.NodeInfo, on []RunnerPods) []RunnerPods {
 	clear(on)
 	for _, pi := range nodeInfo.GetPods() {
 		p := pi.GetPod()
 		if contract.IsPlaceholder(p) {
-			i := find(rs, p.Namespace, p.Annotations[contract.PlaceholderOfAnnotation])
-			if i >= 0 && metav1.GetControllerOf(p).UID == rs[i].runnerUID {
-				on[i].placeholder = on[i].placeholder.add(amountOfPodInfo(pi))
-				on[i].hasPlaceholder = true
+			i := Find(rs, p.Namespace, p.Annotations[contract.PlaceholderOfAnnotation])
+			if i >= 0 && metav1.GetControllerOf(p).UID == rs[i].RunnerUID {
+				on[i].Placeholder = on[i].Placeholder.Add(amountOfPodInfo(pi))
+				on[i].HasPlaceholder = true
 			}
 			continue
 		}
@@ -151,15 +151,15 @@ func (pl *WorkflowReservation) runnerPodsOn(rs []*reservation, nodeInfo fwk.Node
 		if name == "" {
 			continue
 		}
-		i := find(rs, p.Namespace, name)
-		if i < 0 || !rs[i].owns(p) {
+		i := Find(rs, p.Namespace, name)
+		if i < 0 || !rs[i].Owns(p) {
 			continue
 		}
 		r, req := rs[i], amountOfPodInfo(pi)
-		if !viaJob && !on[i].workflow && (r.claimedBy == "" || r.claimedBy == p.UID) {
-			on[i].workflow, on[i].workflowReq = true, req
+		if !viaJob && !on[i].Workflow && (r.claimedBy == "" || r.claimedBy == p.UID) {
+			on[i].Workflow, on[i].WorkflowRequest = true, req
 		} else {
-			on[i].steps = on[i].steps.add(req)
+			on[i].Steps = on[i].Steps.Add(req)
 		}
 	}
 	return on

@@ -23,12 +23,12 @@ var redis = contract.HostPort{Protocol: v1.ProtocolTCP, Port: 6379}
 
 // withStep is r1's reservation of 3 cpu: 2 for the workflow pod, 1 of
 // headroom for step pods (and a pod each), holding port 6379.
-func withStep() *reservation {
-	return &reservation{
-		runner: key("r1"), runnerUID: "r1", node: "n1", source: contract.SourceAnnotation,
-		size:  amount{MilliCPU: 3000, Pods: 2},
-		step:  amount{MilliCPU: 1000, Pods: 1},
-		ports: []contract.HostPort{redis},
+func withStep() *Reservation {
+	return &Reservation{
+		Runner: key("r1"), RunnerUID: "r1", Node: "n1", Source: contract.SourceAnnotation,
+		Size:  Amount{MilliCPU: 3000, Pods: 2},
+		Step:  Amount{MilliCPU: 1000, Pods: 1},
+		Ports: []contract.HostPort{redis},
 	}
 }
 
@@ -72,8 +72,8 @@ func TestWhatAReservationHolds(t *testing.T) {
 			pl.useJobs(t, stepJob)
 			r := withStep()
 			r.claimedBy, r.done = k8stypes.UID(tc.claimedBy), tc.done
-			on := pl.runnerPodsOn([]*reservation{r}, nodeInfo(threeUnits, tc.pods...), make([]runnerPods, 1))
-			got, ports := r.holds(on[0])
+			on := pl.runnerPodsOn([]*Reservation{r}, nodeInfo(threeUnits, tc.pods...), make([]RunnerPods, 1))
+			got, ports := r.Holds(on[0])
 			if got.MilliCPU != tc.wantCPU || got.Pods != tc.wantPods {
 				t.Errorf("holds cpu=%dm pods=%d, want cpu=%dm pods=%d", got.MilliCPU, got.Pods, tc.wantCPU, tc.wantPods)
 			}
@@ -86,12 +86,12 @@ func TestWhatAReservationHolds(t *testing.T) {
 
 // Step pods and host ports through Filter.
 func TestFilterStepsAndPorts(t *testing.T) {
-	claimed := func() *reservation { r := withStep(); r.claimedBy = "r1-workflow"; return r }
+	claimed := func() *Reservation { r := withStep(); r.claimedBy = "r1-workflow"; return r }
 	workflow := workflowPod("r1").Req(units("2")).Node("n1").Obj()
 	fourUnits := st.MakeNode().Name("n1").Capacity(units("4")).Obj()
 	tests := map[string]struct {
 		pod        *v1.Pod
-		res        *reservation
+		res        *Reservation
 		nodePods   []*v1.Pod
 		wantKind   podKind
 		wantReason string
@@ -110,7 +110,7 @@ func TestFilterStepsAndPorts(t *testing.T) {
 		},
 		"a second labelled pod without headroom is an ordinary pod": {
 			pod: st.MakePod().Namespace("arc").Name("s").UID("s").Label("runner-pod", "r1").Req(units("2")).Obj(),
-			res: func() *reservation {
+			res: func() *Reservation {
 				r := oneUnitReservation("r1")
 				r.claimedBy = "r1-workflow"
 				return r
