@@ -16,6 +16,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // badInputTemplates are the hook templates the bad-input cases mount.
@@ -53,10 +54,10 @@ func heldReservations(pl *WorkflowReservation) []string {
 	var out []string
 	for _, r := range pl.store.List() {
 		state := "held"
-		if r.claimedBy != "" {
+		if r.ClaimedBy() != "" {
 			state = "claimed"
 		}
-		if r.done {
+		if r.UsedUp() {
 			state = "done"
 		}
 		out = append(out, fmt.Sprintf("%s@%s:%s", r.Runner.Name, r.Node, state))
@@ -79,7 +80,7 @@ func TestBadInput(t *testing.T) {
 	runner1 := runnerPod("r1").Req(units("1")).Node("n1").Obj()
 
 	tests := map[string]struct {
-		reservations []*Reservation
+		reservations []*reservations.Reservation
 		// act does what the case is about, with ctx carrying the
 		// buffered logger (also given to handlers as logger).
 		act        func(ctx context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status
@@ -186,7 +187,7 @@ func TestBadInput(t *testing.T) {
 			wantLog:   "not a runner; ignoring it",
 		},
 		"a second workflow pod of a claimed runner": {
-			reservations: []*Reservation{func() *Reservation { r := oneUnitReservation("r1"); r.claimedBy = "first"; return r }()},
+			reservations: []*reservations.Reservation{claimedBy(oneUnitReservation("r1"), "first")},
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				return schedule(ctx, pl, workflowPod("r1").UID("second").Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
 			},
@@ -195,7 +196,7 @@ func TestBadInput(t *testing.T) {
 			wantHeld:  []string{"r1@n1:claimed"},
 		},
 		"a workflow pod whose runner does not exist": {
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				return schedule(ctx, pl, workflowPod("nobody").Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
 			},
@@ -204,7 +205,7 @@ func TestBadInput(t *testing.T) {
 			wantHeld:  []string{"r1@n1:held"},
 		},
 		"a workflow pod of a terminal runner": {
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			act: func(ctx context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				finished := runner1.DeepCopy()
 				finished.Status.Phase = v1.PodSucceeded
@@ -215,7 +216,7 @@ func TestBadInput(t *testing.T) {
 			wantLog:   "Released reservation",
 		},
 		"a workflow pod bound to another node than its reservation": {
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				pl.onPod(logger, workflowPod("r1").Node("n2").Obj())
 				return nil
@@ -225,7 +226,7 @@ func TestBadInput(t *testing.T) {
 			wantHeld:  []string{"r1@n1:done"},
 		},
 		"a workflow pod larger than its reservation": {
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				return schedule(ctx, pl, workflowPod("r1").Req(units("2")).Obj(), nodeInfo(threeUnits, runner1, st.MakePod().Namespace("x").Name("f").Req(units("1")).Node("n1").Obj()))
 			},
@@ -234,7 +235,11 @@ func TestBadInput(t *testing.T) {
 			wantHeld:   []string{"r1@n1:held"},
 		},
 		"a stale workflow pod of a recreated runner": {
-			reservations: []*Reservation{func() *Reservation { r := oneUnitReservation("r1"); r.RunnerCreated = later.Time; return r }()},
+			reservations: []*reservations.Reservation{func() *reservations.Reservation {
+				r := oneUnitReservation("r1")
+				r.RunnerCreated = later.Time
+				return r
+			}()},
 			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				return schedule(ctx, pl, workflowPod("r1").CreationTimestamp(earlier).Req(units("1")).Obj(), nodeInfo(threeUnits, runner1))
 			},
@@ -243,7 +248,7 @@ func TestBadInput(t *testing.T) {
 			wantHeld:  []string{"r1@n1:held"},
 		},
 		"a node deleted under a reservation": {
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				pl.onNodeDelete(logger, st.MakeNode().Name("n1").Obj())
 				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj())
@@ -300,7 +305,7 @@ func TestBadInput(t *testing.T) {
 			pl, h := newTestPlugin(t, defaultArgs(), true, badInputTemplates)
 			drainEvents(h)
 			for _, r := range tc.reservations {
-				pl.store.put(r)
+				pl.store.Take(r)
 			}
 			logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(4)))
 			ctx := klog.NewContext(context.Background(), logger)

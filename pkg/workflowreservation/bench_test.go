@@ -14,6 +14,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // The plugin's cost per call and per event at cluster scale: 20,000 runners
@@ -35,16 +36,16 @@ func benchPlugin(b *testing.B, nodes int) (*WorkflowReservation, fwk.NodeInfo) {
 	for i := range benchRunners {
 		node := fmt.Sprintf("n%d", i%nodes)
 		name := fmt.Sprintf("r%d", i)
-		r := &Reservation{
+		r := &reservations.Reservation{
 			Runner: types.NamespacedName{Namespace: "arc", Name: name}, RunnerUID: types.UID(name), Node: node,
-			Size: Amount{MilliCPU: 2500, Memory: 5 << 30, Pods: 2}, Step: Amount{MilliCPU: 500, Memory: 1 << 30, Pods: 1},
-			Source: contract.SourceHookTemplate, bound: true,
+			Size: reservations.Amount{MilliCPU: 2500, Memory: 5 << 30, Pods: 2}, Step: reservations.Amount{MilliCPU: 500, Memory: 1 << 30, Pods: 1},
+			Source: contract.SourceHookTemplate,
 		}
 		claimed := i%2 == 0
 		if claimed {
-			r.claimedBy = types.UID(name + "-workflow")
+			r = claimedBy(r, types.UID(name+"-workflow"))
 		}
-		pl.store.put(r)
+		pl.store.Rebuild(r)
 		if node == "n0" {
 			onNode0 = append(onNode0, runnerPod(name).Req(units("500m")).Node(node).Obj())
 			if claimed {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -44,9 +45,9 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 			r := oneUnitReservation("r1")
 			r.StaleJob = tc.staleJob
 			if tc.claimed {
-				r.claimedBy = "r1-workflow"
+				r = claimedBy(r, "r1-workflow")
 			}
-			pl.store.put(r)
+			pl.store.Take(r)
 			counter := metrics.Releases.WithLabelValues("test", metrics.ReleaseNoWorkflowPod, "false")
 			before, _ := testutil.GetCounterMetricValue(counter)
 			pl.onEphemeralRunner(logger, ephemeralRunner("r1", tc.status))
@@ -54,16 +55,16 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 				eventually(t, "the reservation is released and counted", func() bool {
 					got, _ := pl.store.Get(key("r1"))
 					after, _ := testutil.GetCounterMetricValue(counter)
-					return got.noWorkflowPod && after-before == 1
+					return got.NoWorkflowPod() && after-before == 1
 				})
 				got, _ := pl.store.Get(key("r1"))
-				if held, _ := got.Holds(RunnerPods{}); !held.IsZero() {
+				if held, _ := got.Holds(reservations.RunnerPods{}); !held.IsZero() {
 					t.Errorf("holds %s after the release, want nothing (no step headroom)", held)
 				}
 				return
 			}
 			got, _ := pl.store.Get(key("r1"))
-			if !got.jobStarted.IsZero() || got.noWorkflowPod {
+			if !got.JobStarted().IsZero() || got.NoWorkflowPod() {
 				t.Errorf("reservation %+v: grace started or released", got)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // The parsers of user input: whatever they are given, they do not panic,
@@ -88,7 +89,7 @@ func FuzzHookTemplate(f *testing.F) {
 			}
 		}
 		// A step pod is the workflow pod without its services: never larger.
-		w, st := AmountFromList(tmpl.workflow), AmountFromList(tmpl.step)
+		w, st := reservations.AmountFromList(tmpl.workflow), reservations.AmountFromList(tmpl.step)
 		if st.Sub(w).AtLeastZero().MilliCPU > 0 || st.Sub(w).AtLeastZero().Memory > 0 {
 			t.Fatalf("template %q: step pod %s larger than the workflow pod %s", data, st, w)
 		}

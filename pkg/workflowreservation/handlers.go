@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -180,7 +181,7 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	if r, ok := pl.store.Get(key); ok && r.RunnerUID == pod.UID {
 		if r.Node == pod.Spec.NodeName {
-			if !r.bound {
+			if !r.Bound() {
 				pl.store.MarkBound(key, pod.UID)
 			}
 			return // taken by this scheduler, or already rebuilt
@@ -214,19 +215,19 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.NamespacedName) {
 	// Most calls are status updates of a pod already counted: nothing to
 	// change, and no write lock to take on the scheduling path's store.
-	if r, ok := pl.store.Get(runner); !ok || (r.claimedBy == pod.UID && r.claimSeen) || (r.claimedBy != "" && r.claimedBy != pod.UID) {
+	if r, ok := pl.store.Get(runner); !ok || (r.ClaimedBy() == pod.UID && r.ClaimSeen()) || (r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID) {
 		return
 	}
 	// A workflow pod on another node (not pinned to its runner's) no
 	// longer needs the room: the reservation is used up.
 	taken, seen := pl.store.SeeWorkflowPod(runner, pod)
-	if seen == SeenStale {
+	if seen == reservations.SeenStale {
 		logger.V(4).Info("Workflow pod of an earlier runner of the same name; it claims nothing", "pod", klog.KObj(pod), "runner", runner)
 	}
-	if seen != SeenClaim && seen != SeenElsewhere {
+	if seen != reservations.SeenClaim && seen != reservations.SeenElsewhere {
 		return
 	}
-	elsewhere := seen == SeenElsewhere
+	elsewhere := seen == reservations.SeenElsewhere
 	pl.observeClaim(taken)
 	pl.recordMetrics()
 	if elsewhere {
@@ -275,9 +276,9 @@ func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finish
 		if finished {
 			reason, how = metrics.ReleaseRunnerFinished, "finished"
 		}
-		pl.countRelease(reason, r.claimedBy != "")
+		pl.countRelease(reason, r.ClaimedBy() != "")
 		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.Node, "reason", reason)
-		if r.claimedBy == "" {
+		if r.ClaimedBy() == "" {
 			pl.routineEvent(pod, contract.ReasonReleased, "Release", func() string {
 				return fmt.Sprintf("Released %s on node %s unclaimed: the runner %s", r.Size, r.Node, how)
 			})
@@ -316,7 +317,7 @@ func (pl *WorkflowReservation) onNodeDelete(logger klog.Logger, obj any) {
 	gone := pl.store.ReleaseNode(node.Name)
 	for _, r := range gone {
 		pl.sh.release(r.RunnerUID)
-		pl.countRelease(metrics.ReleaseNodeDeleted, r.claimedBy != "")
+		pl.countRelease(metrics.ReleaseNodeDeleted, r.ClaimedBy() != "")
 		logger.V(2).Info("Released reservation", "runner", r.Runner, "node", r.Node, "reason", metrics.ReleaseNodeDeleted)
 		pl.event(stub(*r), v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Released %s: node %s was deleted", r.Size, r.Node))
 	}
@@ -378,7 +379,7 @@ func (pl *WorkflowReservation) countRelease(reason string, claimed bool) {
 // node, even empty: no reservation tandem takes is that large, so the record
 // (or the runner's sizing) is not to be trusted with the node. A node not in
 // the cache yet is checked by the reconciler later.
-func (pl *WorkflowReservation) beyondNode(r *Reservation, runner *v1.Pod) error {
+func (pl *WorkflowReservation) beyondNode(r *reservations.Reservation, runner *v1.Pod) error {
 	if pl.nodes == nil {
 		return nil
 	}
@@ -386,8 +387,8 @@ func (pl *WorkflowReservation) beyondNode(r *Reservation, runner *v1.Pod) error 
 	if err != nil {
 		return nil //nolint:nilerr // not in the cache yet: the reconciler checks again
 	}
-	need := r.Size.Add(PodAmount(runner))
-	alloc := AmountFromList(node.Status.Allocatable)
+	need := r.Size.Add(reservations.PodAmount(runner))
+	alloc := reservations.AmountFromList(node.Status.Allocatable)
 	over := func(want, have int64, listed bool) bool { return listed && want > have }
 	_, hasCPU := node.Status.Allocatable[v1.ResourceCPU]
 	_, hasMemory := node.Status.Allocatable[v1.ResourceMemory]

@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // eventually polls cond; informer handlers run asynchronously.
@@ -63,7 +64,7 @@ func TestRebuildSeesWorkflowPodFirst(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), true, objs...)
 			eventually(t, "the rebuilt reservation is claimed", func() bool {
 				r, ok := pl.store.Get(key("r1"))
-				return ok && r.claimedBy == wf.UID
+				return ok && r.ClaimedBy() == wf.UID
 			})
 		})
 	}
@@ -83,7 +84,7 @@ func TestReleaseAndClaim(t *testing.T) {
 	}
 	eventually(t, "the workflow pod claims the reservation", func() bool {
 		r, _ := pl.store.Get(key("r1"))
-		return r.claimedBy == wf.UID
+		return r.ClaimedBy() == wf.UID
 	})
 	// It finishes: the reservation holds nothing any more.
 	wf.Status.Phase = v1.PodSucceeded
@@ -92,9 +93,9 @@ func TestReleaseAndClaim(t *testing.T) {
 	}
 	eventually(t, "the reservation is used up", func() bool {
 		r, _ := pl.store.Get(key("r1"))
-		return r.done
+		return r.UsedUp()
 	})
-	if got := pl.store.SumOn("n1", func(*Reservation) bool { return true }); !got.IsZero() {
+	if got := pl.store.SumOn("n1", func(*reservations.Reservation) bool { return true }); !got.IsZero() {
 		t.Errorf("a used-up reservation still holds %s", got)
 	}
 	// The runner goes: the reservation is released.
@@ -126,7 +127,7 @@ func TestRoutineHandlerEvents(t *testing.T) {
 			eventually(t, "r1 claimed, r2 released", func() bool {
 				r, _ := pl.store.Get(key("r1"))
 				_, held := pl.store.Get(key("r2"))
-				return r.claimedBy == wf.UID && !held
+				return r.ClaimedBy() == wf.UID && !held
 			})
 			// The handlers run in order: once r3 is seen, the claim's and
 			// the release's handlers have returned, events sent.
@@ -303,7 +304,7 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 	pl, h := newTestPlugin(t, defaultArgs(), false)
 	fake := clocktesting.NewFakeClock(time.Now())
 	pl.sh.waiting.clock = fake
-	pl.store.put(oneUnitReservation("r1"))
+	pl.store.Take(oneUnitReservation("r1"))
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
 	turnAway := func() {
 		t.Helper()
@@ -373,7 +374,7 @@ func TestActivationBackoffFromArgs(t *testing.T) {
 	pl, h := newTestPlugin(t, args, false)
 	fake := clocktesting.NewFakeClock(time.Now())
 	pl.sh.waiting.clock = fake
-	pl.store.put(oneUnitReservation("r1"))
+	pl.store.Take(oneUnitReservation("r1"))
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
 	for i := range 4 {
 		cs := framework.NewCycleState()

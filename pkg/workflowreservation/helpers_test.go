@@ -24,6 +24,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // fakeHandle provides what the plugin uses of the framework handle; any
@@ -215,4 +216,26 @@ func hasNode(objs []runtime.Object, name string) bool {
 func klogger(t *testing.T) klog.Logger {
 	logger, _ := ktesting.NewTestContext(t)
 	return logger
+}
+
+// The states a test starts a reservation in, reached through the store's
+// own verbs in a store of their own (copies that a test then puts).
+
+// claimedBy returns r claimed by the workflow pod pod, as its scheduling
+// cycle's Reserve leaves it (the claim not seen on a bound pod yet).
+func claimedBy(r *reservations.Reservation, pod types.UID) *reservations.Reservation {
+	s := reservations.NewStore()
+	s.Take(r)
+	s.Claim(r.Runner, r.RunnerUID, pod, r.Node)
+	c, _ := s.Get(r.Runner)
+	return &c
+}
+
+// usedUpBy returns r claimed by pod and used up: the pod is gone.
+func usedUpBy(r *reservations.Reservation, pod types.UID) *reservations.Reservation {
+	s := reservations.NewStore()
+	s.Take(claimedBy(r, pod))
+	s.WorkflowPodGone(r.Runner, pod)
+	c, _ := s.Get(r.Runner)
+	return &c
 }

@@ -10,6 +10,7 @@ import (
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // EventsToRegister returns the events that can make room for a pod this
@@ -111,7 +112,7 @@ func (pl *WorkflowReservation) isSchedulableAfterPodUpdated(logger klog.Logger, 
 
 // scaledDown reports whether any resource request of the pod decreased.
 func scaledDown(original, modified *v1.Pod) bool {
-	before, after := PodAmount(original), PodAmount(modified)
+	before, after := reservations.PodAmount(original), reservations.PodAmount(modified)
 	if after.MilliCPU < before.MilliCPU || after.Memory < before.Memory || after.EphemeralStorage < before.EphemeralStorage {
 		return true
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -69,7 +70,7 @@ func (pl *WorkflowReservation) recordMetrics() {
 }
 
 // observeClaim records how long r waited for its workflow pod.
-func (pl *WorkflowReservation) observeClaim(r Reservation) {
+func (pl *WorkflowReservation) observeClaim(r reservations.Reservation) {
 	if !r.ReservedAt.IsZero() && pl.sh.leader.IsLeader() {
 		metrics.ClaimDuration.WithLabelValues(pl.profile).Observe(time.Since(r.ReservedAt).Seconds())
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -188,7 +189,7 @@ func (p *pairPods) sync(ctx context.Context, key pairKey) error {
 	logger.V(2).Info("Created pair pod for cluster autoscalers", "pod", klog.KRef(key.namespace, want.Name), "runner", klog.KObj(runner), "requests", want.Spec.Containers[0].Resources.Requests)
 	p.recorder(runner, v1.EventTypeNormal, contract.ReasonPairPodCreated, truncate(fmt.Sprintf(
 		"Created pending pod %s requesting %s for cluster autoscalers: no node has room for the runner and its workflow pod together",
-		want.Name, AmountFromList(want.Spec.Containers[0].Resources.Requests))))
+		want.Name, reservations.AmountFromList(want.Spec.Containers[0].Resources.Requests))))
 	return nil
 }
 
@@ -222,14 +223,14 @@ func (p *pairPods) sweep() {
 
 // pairPodFor builds the pair pod of runner: requests of the runner and its
 // reservation (workflow pod and step headroom), placed like the runner.
-func pairPodFor(runner *v1.Pod, runnerRequest, workflow Amount, ports []contract.HostPort, image string) *v1.Pod {
+func pairPodFor(runner *v1.Pod, runnerRequest, workflow reservations.Amount, ports []contract.HostPort, image string) *v1.Pod {
 	total := runnerRequest.Add(workflow)
 	total.Pods = 0
 	requests := total.ToList()
 	pod := holdingPod(runner, "pair", image, requests, ports)
 	pod.Name = contract.PairPodName(runner.Name)
 	pod.Labels = map[string]string{contract.PairPodLabel: "true"}
-	pod.Annotations = map[string]string{contract.PairOfAnnotation: runner.Name, contract.PairSizeAnnotation: AmountFromList(requests).String()}
+	pod.Annotations = map[string]string{contract.PairOfAnnotation: runner.Name, contract.PairSizeAnnotation: reservations.AmountFromList(requests).String()}
 	pod.Spec.NodeSelector = runner.Spec.NodeSelector
 	if runner.Spec.Affinity != nil && runner.Spec.Affinity.NodeAffinity != nil {
 		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: runner.Spec.Affinity.NodeAffinity.DeepCopy()}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // pairArgs turns pair pods on, and their PairPodCreated events.
@@ -138,7 +139,7 @@ func TestNoPairPodWhenRunnerAloneDoesNotFit(t *testing.T) {
 func TestReconcilerSweepsLeakedPairPods(t *testing.T) {
 	ctx := context.Background()
 	gone := runnerPod("gone").Obj()
-	leaked := pairPodFor(gone, PodAmount(gone), AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}), nil, defaultPlaceholderImage)
+	leaked := pairPodFor(gone, reservations.PodAmount(gone), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}), nil, defaultPlaceholderImage)
 	pl, h := newTestPlugin(t, pairArgs(), true, leaked)
 	pl.reconcile(ctx)
 	waitForPod(t, h, leaked.Name, func(p *v1.Pod) bool { return p == nil })
@@ -173,7 +174,7 @@ func TestPairPodCreatedAfterBindIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).Node("n1").Obj()
 	_, h := newTestPlugin(t, pairArgs(), true, runner)
-	late := pairPodFor(runner, PodAmount(runner), AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, defaultPlaceholderImage)
+	late := pairPodFor(runner, reservations.PodAmount(runner), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, defaultPlaceholderImage)
 	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, late, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestPairPodCreatedAfterBindIsDeleted(t *testing.T) {
 // apiserver would refuse a pair pod for a GPU runner.
 func TestPairPodLimitsEqualRequests(t *testing.T) {
 	runner := runnerPod("gpu").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", "nvidia.com/gpu": "1"}).Obj()
-	pair := pairPodFor(runner, PodAmount(runner), AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, defaultPlaceholderImage)
+	pair := pairPodFor(runner, reservations.PodAmount(runner), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, defaultPlaceholderImage)
 	res := pair.Spec.Containers[0].Resources
 	if len(res.Requests) == 0 {
 		t.Fatal("pair pod requests nothing")

@@ -7,11 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // encodeReservation is the record of r, the value of
 // contract.ReservationAnnotation.
-func encodeReservation(r *Reservation) (string, error) {
+func encodeReservation(r *reservations.Reservation) (string, error) {
 	rec := contract.Recorded{
 		Node: r.Node, Requests: r.Size.ToList(), Source: r.Source,
 		RunnerUID: r.RunnerUID, StaleWorkflowPods: r.Stale, StaleJob: r.StaleJob,
@@ -27,7 +28,7 @@ func encodeReservation(r *Reservation) (string, error) {
 
 // reservationFromPod rebuilds the reservation recorded on a bound runner pod.
 // It returns nil, nil for pods that carry no reservation or are not bound.
-func reservationFromPod(pod *v1.Pod) (*Reservation, error) {
+func reservationFromPod(pod *v1.Pod) (*reservations.Reservation, error) {
 	if pod.Spec.NodeName == "" {
 		return nil, nil
 	}
@@ -39,17 +40,16 @@ func reservationFromPod(pod *v1.Pod) (*Reservation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", contract.ReservationAnnotation, err)
 	}
-	return &Reservation{
+	return &reservations.Reservation{
 		Runner:        types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
 		RunnerUID:     pod.UID,
 		RunnerCreated: pod.CreationTimestamp.Time,
 		Stale:         p.StaleWorkflowPods,
 		Node:          p.Node,
-		Size:          AmountFromList(p.Requests),
-		Step:          AmountFromList(p.StepRequests),
+		Size:          reservations.AmountFromList(p.Requests),
+		Step:          reservations.AmountFromList(p.StepRequests),
 		Ports:         ports,
 		Source:        p.Source,
 		StaleJob:      p.StaleJob,
-		bound:         true,
 	}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -426,7 +427,7 @@ func (p *placeholders) delete(ctx context.Context, pod *v1.Pod) error {
 
 // sweep has the worker look at every placeholder and every reservation: a
 // restart or a failover lost the handlers' word. The reconciler calls it.
-func (p *placeholders) sweep(rs []Reservation) {
+func (p *placeholders) sweep(rs []reservations.Reservation) {
 	if p == nil || !p.leader.IsLeader() {
 		return
 	}
@@ -465,7 +466,7 @@ func (pl *WorkflowReservation) wantPlaceholder(key pairKey) (*v1.Pod, *v1.Pod) {
 	}
 	nn := types.NamespacedName{Namespace: key.namespace, Name: key.name}
 	r, ok := pl.store.Get(nn)
-	if !ok || r.RunnerUID != key.uid || r.done || r.claimedBy != "" || r.Node != runner.Spec.NodeName {
+	if !ok || r.RunnerUID != key.uid || r.UsedUp() || r.ClaimedBy() != "" || r.Node != runner.Spec.NodeName {
 		return runner, nil
 	}
 	for _, wf := range pl.workflowPods(nn) {
@@ -479,7 +480,7 @@ func (pl *WorkflowReservation) wantPlaceholder(key pairKey) (*v1.Pod, *v1.Pod) {
 		}
 		return runner, nil // it takes the room: the placeholder yields
 	}
-	hold, _ := r.Holds(RunnerPods{})
+	hold, _ := r.Holds(reservations.RunnerPods{})
 	hold.Pods = 0
 	if hold.IsZero() {
 		return runner, nil
@@ -491,14 +492,14 @@ func (pl *WorkflowReservation) wantPlaceholder(key pairKey) (*v1.Pod, *v1.Pod) {
 // the reservation holds, with the runner's priority and tolerations. Not its
 // host ports: the stock NodePorts would then keep the workflow pod off the
 // node; tandem's accounting keeps holding them.
-func placeholderFor(runner *v1.Pod, node string, hold Amount, image string) *v1.Pod {
+func placeholderFor(runner *v1.Pod, node string, hold reservations.Amount, image string) *v1.Pod {
 	requests := hold.ToList()
 	pod := holdingPod(runner, "hold", image, requests, nil)
 	pod.Name = contract.PlaceholderName(runner.Name)
 	pod.Labels = map[string]string{contract.PlaceholderLabel: "true"}
 	pod.Annotations = map[string]string{
 		contract.PlaceholderOfAnnotation:   runner.Name,
-		contract.PlaceholderSizeAnnotation: AmountFromList(requests).String(),
+		contract.PlaceholderSizeAnnotation: reservations.AmountFromList(requests).String(),
 		safeToEvictAnnotation:              "false",
 		doNotDisruptAnnotation:             "true",
 	}

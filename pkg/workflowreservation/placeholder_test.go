@@ -21,6 +21,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 func podsModeArgs() *config.WorkflowReservationArgs {
@@ -32,7 +33,7 @@ func podsModeArgs() *config.WorkflowReservationArgs {
 // placeholderOf builds runner's placeholder holding cpu on n1, as the worker
 // would.
 func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
-	p := placeholderFor(runner, "n1", AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), defaultPlaceholderImage)
+	p := placeholderFor(runner, "n1", reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), defaultPlaceholderImage)
 	p.UID = types.UID(p.Name)
 	return p
 }

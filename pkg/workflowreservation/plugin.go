@@ -27,6 +27,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -65,7 +66,7 @@ var (
 type WorkflowReservation struct {
 	handle         fwk.Handle
 	sh             *shared
-	store          *Store
+	store          *reservations.Store
 	runnerSelector labels.Selector
 	runnerPodLabel string
 	sizer          *sizer
@@ -238,12 +239,12 @@ const (
 // preFilterState is what one scheduling cycle knows about the pod.
 type preFilterState struct {
 	kind    podKind
-	request Amount
+	request reservations.Amount
 	// runner: the workflow pod's size (step headroom included) and where
 	// it came from, the headroom, the host ports to hold, the hook mode.
-	workflow Amount
+	workflow reservations.Amount
 	source   contract.Source
-	step     Amount
+	step     reservations.Amount
 	ports    []contract.HostPort
 	hookMode string
 	// hostPorts are the host ports the pod itself asks for.
@@ -256,7 +257,7 @@ type preFilterState struct {
 	releases uint64
 	// workflow: the runner whose reservation the pod claims.
 	runner types.NamespacedName
-	own    Reservation
+	own    reservations.Reservation
 	// adjust is what the framework's AddPod and RemovePod changed in this
 	// copy of the cycle state (preemption dry runs, nominated pods).
 	adjust adjustments
@@ -342,23 +343,23 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
 		// A container-step pod of hooks v0.7.0 (its Job names the runner).
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: runner}
-		if r, found := pl.store.Get(key); found && !r.done && r.Owns(pod) && r.claimedBy != "" && !r.Step.IsZero() {
+		if r, found := pl.store.Get(key); found && !r.UsedUp() && r.Owns(pod) && r.ClaimedBy() != "" && !r.Step.IsZero() {
 			s.kind, s.runner, s.own = kindStep, key, r
 		}
 	} else if runner, ok := pl.runnerOf(pod); ok {
 		r, found := pl.store.Get(runner)
 		why := ""
 		switch {
-		case found && !r.done && r.Owns(pod) && r.claimedBy != "" && r.claimedBy != pod.UID && !r.Step.IsZero():
+		case found && !r.UsedUp() && r.Owns(pod) && r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID && !r.Step.IsZero():
 			// The workflow pod claimed; later pods of the runner are its
 			// container steps (hooks v0.8 label them directly).
 			s.kind, s.runner, s.own = kindStep, runner, r
 		case !found:
 			why = "runner " + runner.String() + " holds no reservation"
-		case r.done:
+		case r.UsedUp():
 			why = "the reservation of runner " + runner.String() + " was used up"
-		case r.claimedBy != "" && r.claimedBy != pod.UID:
-			why = "the reservation of runner " + runner.String() + " was claimed by another workflow pod (uid " + string(r.claimedBy) + ")"
+		case r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID:
+			why = "the reservation of runner " + runner.String() + " was claimed by another workflow pod (uid " + string(r.ClaimedBy()) + ")"
 		case !r.Owns(pod):
 			why = "the pod was created before runner " + runner.String() + ": it belongs to an earlier runner of that name"
 		default:
@@ -424,7 +425,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	if s.kind == kindOther && pl.store.Empty() && !pl.sh.anyNominated() && pl.fit == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	s.request = PodAmount(pod)
+	s.request = reservations.PodAmount(pod)
 	s.hostPorts = podHostPorts(pod)
 	s.rejected = &atomic.Bool{}
 	cs.Write(preFilterStateKey, s)
@@ -528,7 +529,7 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 // reserveState remembers what Reserve changed, for Unreserve: the
 // reservation a runner's cycle put into the store, or a workflow pod's claim.
 type reserveState struct {
-	taken     *Reservation
+	taken     *reservations.Reservation
 	claimed   bool
 	wasUsedUp bool
 }
@@ -546,12 +547,12 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 	switch s.kind {
 	case kindRunner:
 		runner := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-		if r, ok := pl.store.Get(runner); ok && r.RunnerUID == pod.UID && r.bound {
+		if r, ok := pl.store.Get(runner); ok && r.RunnerUID == pod.UID && r.Bound() {
 			// A bind that reported failure went through, and the queue
 			// had not seen it: the runner is bound with its reservation.
 			return fwk.AsStatus(fmt.Errorf("runner %s is already bound to node %s with its reservation", klog.KObj(pod), r.Node))
 		}
-		taken := &Reservation{
+		taken := &reservations.Reservation{
 			Runner:        runner,
 			RunnerUID:     pod.UID,
 			RunnerCreated: pod.CreationTimestamp.Time,

@@ -16,20 +16,21 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 var threeUnits = st.MakeNode().Name("n1").Capacity(units("3")).Obj()
 
 func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "arc", Name: name} }
 
-func oneUnitReservation(runner string) *Reservation {
-	return &Reservation{Runner: key(runner), RunnerUID: types.UID(runner), Node: "n1", Size: Amount{MilliCPU: 1000, Pods: 1}, Source: contract.SourceAnnotation}
+func oneUnitReservation(runner string) *reservations.Reservation {
+	return &reservations.Reservation{Runner: key(runner), RunnerUID: types.UID(runner), Node: "n1", Size: reservations.Amount{MilliCPU: 1000, Pods: 1}, Source: contract.SourceAnnotation}
 }
 
 func TestPreFilter(t *testing.T) {
 	tests := map[string]struct {
 		pod          *v1.Pod
-		reservations []*Reservation
+		reservations []*reservations.Reservation
 		wantCode     fwk.Code
 		wantMsg      string
 		wantKind     podKind
@@ -42,7 +43,7 @@ func TestPreFilter(t *testing.T) {
 		},
 		"other pod with reservations held: filtered": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Obj(),
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			wantKind:     kindOther,
 		},
 		"runner sized by annotation": {
@@ -61,13 +62,13 @@ func TestPreFilter(t *testing.T) {
 		},
 		"pinned workflow pod narrowed to its runner's node": {
 			pod:          workflowPod("r1").NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj(),
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			wantKind:     kindWorkflow,
 			wantNodes:    sets.New("n1"),
 		},
 		"unpinned workflow pod (novolume hook) is not narrowed": {
 			pod:          workflowPod("r1").Obj(),
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			wantKind:     kindWorkflow,
 		},
 		"workflow pod whose runner holds nothing: ordinary pod": {
@@ -75,20 +76,16 @@ func TestPreFilter(t *testing.T) {
 			wantCode: fwk.Skip,
 		},
 		"second workflow pod after the reservation was claimed: ordinary pod": {
-			pod: workflowPod("r1").UID("another").Obj(),
-			reservations: []*Reservation{func() *Reservation {
-				r := oneUnitReservation("r1")
-				r.claimedBy = "r1-workflow"
-				return r
-			}()},
-			wantKind: kindOther,
+			pod:          workflowPod("r1").UID("another").Obj(),
+			reservations: []*reservations.Reservation{claimedBy(oneUnitReservation("r1"), "r1-workflow")},
+			wantKind:     kindOther,
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), false)
 			for _, r := range tc.reservations {
-				pl.store.put(r)
+				pl.store.Take(r)
 			}
 			cs := framework.NewCycleState()
 			result, status := pl.PreFilter(context.Background(), cs, tc.pod, nil)
@@ -123,14 +120,13 @@ func TestPreFilter(t *testing.T) {
 }
 
 func TestFilter(t *testing.T) {
-	claimed := oneUnitReservation("r1")
-	claimed.claimedBy = "r1-workflow"
+	claimed := claimedBy(oneUnitReservation("r1"), "r1-workflow")
 	runner1 := runnerPod("r1").Req(units("1")).Node("n1").Obj()
 	tests := map[string]struct {
 		pod          *v1.Pod
 		node         *v1.Node
 		nodePods     []*v1.Pod
-		reservations []*Reservation
+		reservations []*reservations.Reservation
 		wantReason   string
 	}{
 		"runner: pair fits on an empty node": {
@@ -139,18 +135,18 @@ func TestFilter(t *testing.T) {
 		"runner: pair does not fit next to another pair": {
 			pod:          runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			wantReason:   contract.ErrReasonPairDoesNotFit,
 		},
 		"runner: a claimed reservation and its workflow pod are counted once": {
 			pod:          runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
 			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
-			reservations: []*Reservation{claimed},
+			reservations: []*reservations.Reservation{claimed},
 		},
 		"runner: just over the room left": {
 			pod:          runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Req(units("1m")).Obj(),
 			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
-			reservations: []*Reservation{claimed},
+			reservations: []*reservations.Reservation{claimed},
 			wantReason:   contract.ErrReasonPairDoesNotFit,
 		},
 		"runner: pods limit counts the workflow pod": {
@@ -167,8 +163,8 @@ func TestFilter(t *testing.T) {
 		"runner: an extended resource reserved by another runner is not free": {
 			pod:  runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "nvidia.com/gpu=1").Obj(),
 			node: st.MakeNode().Name("n1").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "3", "nvidia.com/gpu": "1"}).Obj(),
-			reservations: []*Reservation{{Runner: key("r1"), RunnerUID: "r1", Node: "n1",
-				Size: Amount{Pods: 1, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 1}}}},
+			reservations: []*reservations.Reservation{{Runner: key("r1"), RunnerUID: "r1", Node: "n1",
+				Size: reservations.Amount{Pods: 1, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 1}}}},
 			wantReason: contract.ErrReasonPairDoesNotFit,
 		},
 		"runner: an extended resource fits": {
@@ -178,34 +174,34 @@ func TestFilter(t *testing.T) {
 		"other pod: reserved room is not free": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("2")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			wantReason:   contract.ErrReasonRoomReserved,
 		},
 		"other pod: fits beside the reservation": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 		},
 		"other pod: claimed reservation whose pod is on the node holds nothing more": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
 			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
-			reservations: []*Reservation{claimed},
+			reservations: []*reservations.Reservation{claimed},
 		},
 		"other pod: claimed reservation whose pod is not yet on the node still holds": {
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("2")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*Reservation{claimed},
+			reservations: []*reservations.Reservation{claimed},
 			wantReason:   contract.ErrReasonRoomReserved,
 		},
 		"workflow pod: its own reservation is free for it": {
 			pod:          workflowPod("r1").Req(units("2")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 		},
 		"workflow pod: other reservations are not": {
 			pod:          workflowPod("r1").Req(units("2")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*Reservation{oneUnitReservation("r1"), oneUnitReservation("r2")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1"), oneUnitReservation("r2")},
 			wantReason:   contract.ErrReasonWorkflowDoesNotFit,
 		},
 	}
@@ -213,7 +209,7 @@ func TestFilter(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), false)
 			for _, r := range tc.reservations {
-				pl.store.put(r)
+				pl.store.Take(r)
 			}
 			cs := framework.NewCycleState()
 			if _, status := pl.PreFilter(context.Background(), cs, tc.pod, nil); !status.IsSuccess() {
@@ -243,7 +239,7 @@ func TestFilter(t *testing.T) {
 func TestPostFilterMessage(t *testing.T) {
 	tests := map[string]struct {
 		pod          *v1.Pod
-		reservations []*Reservation
+		reservations []*reservations.Reservation
 		want         string
 	}{
 		"runner": {
@@ -252,7 +248,7 @@ func TestPostFilterMessage(t *testing.T) {
 		},
 		"workflow pod": {
 			pod:          workflowPod("r1").Req(units("2")).Obj(),
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			want:         "workflow pod of runner arc/r1 needs cpu=2; its reservation on node n1 holds cpu=1",
 		},
 	}
@@ -260,7 +256,7 @@ func TestPostFilterMessage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), false)
 			for _, r := range tc.reservations {
-				pl.store.put(r)
+				pl.store.Take(r)
 			}
 			cs := framework.NewCycleState()
 			if _, status := pl.PreFilter(context.Background(), cs, tc.pod, nil); !status.IsSuccess() {
@@ -297,12 +293,12 @@ func TestReserveUnreserve(t *testing.T) {
 		t.Fatalf("PreFilter workflow: %v", status)
 	}
 	pl.Reserve(ctx, wcs, wf, "n1")
-	if r, _ := pl.store.Get(key("r1")); r.claimedBy != wf.UID {
-		t.Errorf("claimedBy = %q after the workflow pod's Reserve, want %q", r.claimedBy, wf.UID)
+	if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != wf.UID {
+		t.Errorf("claimedBy = %q after the workflow pod's Reserve, want %q", r.ClaimedBy(), wf.UID)
 	}
 	pl.Unreserve(ctx, wcs, wf, "n1")
-	if r, _ := pl.store.Get(key("r1")); r.claimedBy != "" {
-		t.Errorf("claimedBy = %q after the workflow pod's Unreserve, want empty", r.claimedBy)
+	if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != "" {
+		t.Errorf("claimedBy = %q after the workflow pod's Unreserve, want empty", r.ClaimedBy())
 	}
 
 	// Unreserve is idempotent and leaves a same-named newer runner alone.
@@ -311,7 +307,7 @@ func TestReserveUnreserve(t *testing.T) {
 	if _, ok := pl.store.Get(key("r1")); ok {
 		t.Fatal("reservation still held after Unreserve")
 	}
-	pl.store.put(&Reservation{Runner: key("r1"), RunnerUID: "newer", Node: "n2"})
+	pl.store.Take(&reservations.Reservation{Runner: key("r1"), RunnerUID: "newer", Node: "n2"})
 	pl.Unreserve(ctx, cs, runner, "n1")
 	if _, ok := pl.store.Get(key("r1")); !ok {
 		t.Error("Unreserve of an old runner removed the reservation of a newer pod with the same name")
@@ -434,7 +430,7 @@ func TestReservationFromPod(t *testing.T) {
 func TestPostBindEvents(t *testing.T) {
 	tests := map[string]struct {
 		pod          *v1.Pod
-		reservations []*Reservation
+		reservations []*reservations.Reservation
 		want         string
 	}{
 		"runner: reserved": {
@@ -443,7 +439,7 @@ func TestPostBindEvents(t *testing.T) {
 		},
 		"workflow pod: claimed": {
 			pod:          workflowPod("r1").Obj(),
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			want:         "Normal " + contract.ReasonClaimed + " Claimed the reservation of runner r1 on node n1",
 		},
 	}
@@ -455,7 +451,7 @@ func TestPostBindEvents(t *testing.T) {
 				args.ReservationEvents = events
 				pl, h := newTestPlugin(t, args, false)
 				for _, r := range tc.reservations {
-					pl.store.put(r)
+					pl.store.Take(r)
 				}
 				cs := framework.NewCycleState()
 				if _, status := pl.PreFilter(ctx, cs, tc.pod, nil); !status.IsSuccess() {

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // Preemption and nominated pods. A reservation has its runner's priority:
@@ -30,13 +32,13 @@ type adjustments struct {
 	removed         []types.UID
 	workflowRemoved []types.UID
 	// added is, per node, the workflow room of nominated runners.
-	added map[string]Amount
+	added map[string]reservations.Amount
 }
 
 func (a adjustments) clone() adjustments {
 	c := adjustments{removed: slices.Clone(a.removed), workflowRemoved: slices.Clone(a.workflowRemoved)}
 	if len(a.added) > 0 {
-		c.added = make(map[string]Amount, len(a.added))
+		c.added = make(map[string]reservations.Amount, len(a.added))
 		for n, v := range a.added {
 			c.added[n] = v
 		}
@@ -67,15 +69,15 @@ func dropUID(list []types.UID, uid types.UID) []types.UID {
 	return slices.DeleteFunc(list, func(u types.UID) bool { return u == uid })
 }
 
-func (a *adjustments) add(node string, room Amount) {
+func (a *adjustments) add(node string, room reservations.Amount) {
 	if a.added == nil {
-		a.added = map[string]Amount{}
+		a.added = map[string]reservations.Amount{}
 	}
 	a.added[node] = a.added[node].Add(room)
 }
 
 // addedOn returns sum plus the room nominated runners hold on node.
-func (a *adjustments) addedOn(node string, sum Amount) Amount {
+func (a *adjustments) addedOn(node string, sum reservations.Amount) reservations.Amount {
 	if extra, ok := a.added[node]; ok {
 		return sum.Add(extra)
 	}
@@ -137,14 +139,14 @@ func (pl *WorkflowReservation) RemovePod(ctx context.Context, cs fwk.CycleState,
 // reservationOfVictim returns the reservation that workflow pod p, on
 // nodeInfo's node, claimed (or would claim, if the informer handler has not
 // caught up yet).
-func (pl *WorkflowReservation) reservationOfVictim(p *v1.Pod, nodeInfo fwk.NodeInfo) (Reservation, bool) {
+func (pl *WorkflowReservation) reservationOfVictim(p *v1.Pod, nodeInfo fwk.NodeInfo) (reservations.Reservation, bool) {
 	runner, ok := pl.runnerOf(p)
 	if !ok {
-		return Reservation{}, false
+		return reservations.Reservation{}, false
 	}
 	r, ok := pl.store.Get(runner)
 	if !ok || r.Node != nodeInfo.Node().Name || !r.Owns(p) {
-		return Reservation{}, false
+		return reservations.Reservation{}, false
 	}
-	return r, r.claimedBy == p.UID || r.claimedBy == ""
+	return r, r.ClaimedBy() == p.UID || r.ClaimedBy() == ""
 }

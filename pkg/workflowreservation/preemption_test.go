@@ -27,8 +27,7 @@ func TestPreFilterExtensions(t *testing.T) {
 	ctx := context.Background()
 	runner1 := runnerPod("r1").Req(units("1")).Node("n1").Obj()
 	claimedWorkflow := workflowPod("r2").Req(units("1")).Node("n1").Obj()
-	claimed := oneUnitReservation("r2")
-	claimed.claimedBy = claimedWorkflow.UID
+	claimed := claimedBy(oneUnitReservation("r2"), claimedWorkflow.UID)
 	nominated := runnerPod("r3").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).NominatedNodeName("n1").Obj()
 
 	tests := map[string]struct {
@@ -96,9 +95,9 @@ func TestPreFilterExtensions(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), false)
-			pl.store.put(oneUnitReservation("r1"))
+			pl.store.Take(oneUnitReservation("r1"))
 			if tc.withClaimed {
-				pl.store.put(claimed)
+				pl.store.Take(claimed)
 			}
 			pod := st.MakePod().Namespace("arc").Name("p").UID("p").Priority(1000).Req(units(tc.request)).Obj()
 			cs := framework.NewCycleState()

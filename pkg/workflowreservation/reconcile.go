@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -72,7 +73,7 @@ func (pl *WorkflowReservation) finishedWorkflowPods(ctx context.Context, logger 
 }
 
 // reconcileReservation repairs r; it reports whether it freed room.
-func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r Reservation, finished map[types.UID]*v1.Pod) bool {
+func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reservations.Reservation, finished map[types.UID]*v1.Pod) bool {
 	pod, err := pl.pods.Pods(r.Runner.Namespace).Get(r.Runner.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Error(err, "Getting a runner", "runner", r.Runner)
@@ -112,21 +113,21 @@ func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r Reserv
 			}
 			return false
 		}
-		if !r.bound {
+		if !r.Bound() {
 			pl.store.MarkBound(r.Runner, r.RunnerUID)
 		}
 	}
-	if r.done {
+	if r.UsedUp() {
 		return false
 	}
 	workflows := pl.workflowPods(r.Runner)
-	if r.claimedBy != "" {
+	if r.ClaimedBy() != "" {
 		for _, wf := range workflows {
-			if wf.UID == r.claimedBy && !isTerminal(wf) && finished[wf.UID] == nil {
+			if wf.UID == r.ClaimedBy() && !isTerminal(wf) && finished[wf.UID] == nil {
 				return false
 			}
 		}
-		if pl.markDone(r, r.claimedBy) {
+		if pl.markDone(r, r.ClaimedBy()) {
 			pl.repaired(logger, pod, repairFinished, fmt.Sprintf("The workflow pod that claimed the reservation on node %s is gone; it holds nothing more", r.Node))
 			return true
 		}
@@ -153,7 +154,7 @@ func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r Reserv
 
 // markDone marks r used up by workflow pod uid, if it is still the same
 // reservation and not used up.
-func (pl *WorkflowReservation) markDone(r Reservation, uid types.UID) bool {
+func (pl *WorkflowReservation) markDone(r reservations.Reservation, uid types.UID) bool {
 	changed := pl.store.WorkflowPodFinished(r.Runner, r.RunnerUID, uid)
 	if changed {
 		pl.recordMetrics()
@@ -195,9 +196,9 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 		if sz.workflow.IsZero() {
 			continue
 		}
-		r := &Reservation{
+		r := &reservations.Reservation{
 			Runner: key, RunnerUID: pod.UID, RunnerCreated: pod.CreationTimestamp.Time,
-			Node: pod.Spec.NodeName, Size: sz.workflow, Step: sz.step, Ports: sz.ports, Source: sz.source, bound: true,
+			Node: pod.Spec.NodeName, Size: sz.workflow, Step: sz.step, Ports: sz.ports, Source: sz.source,
 		}
 		if err := pl.beyondNode(r, pod); err != nil {
 			logger.V(2).Info("Not recovering a runner's reservation", "runner", klog.KObj(pod), "err", err)
@@ -224,6 +225,6 @@ func (pl *WorkflowReservation) repaired(logger klog.Logger, pod *v1.Pod, kind, m
 }
 
 // stub stands for a runner pod that is gone, as the object of an event.
-func stub(r Reservation) *v1.Pod {
+func stub(r reservations.Reservation) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.Runner.Namespace, Name: r.Runner.Name, UID: r.RunnerUID}}
 }

@@ -30,7 +30,7 @@ func TestReconcile(t *testing.T) {
 		check func(t *testing.T, pl *WorkflowReservation)
 	}{
 		"runner gone": {
-			drift:      func(pl *WorkflowReservation) { pl.store.put(oneUnitReservation("ghost")) },
+			drift:      func(pl *WorkflowReservation) { pl.store.Take(oneUnitReservation("ghost")) },
 			wantRepair: repairRunnerGone,
 			check: func(t *testing.T, pl *WorkflowReservation) {
 				if _, ok := pl.store.Get(key("ghost")); ok {
@@ -43,7 +43,7 @@ func TestReconcile(t *testing.T) {
 			drift: func(pl *WorkflowReservation) {
 				r := oneUnitReservation("r1")
 				r.RunnerUID = "older"
-				pl.store.put(r)
+				pl.store.Take(r)
 			},
 			wantRepair: repairRunnerGone,
 		},
@@ -51,8 +51,8 @@ func TestReconcile(t *testing.T) {
 			objs: []runtime.Object{runnerPod("r9").Node("n9").Annotation(contract.ReservationAnnotation, strings.Replace(recordedFor("r9"), `"n1"`, `"n9"`, 1)).Obj()},
 			drift: func(pl *WorkflowReservation) {
 				r := oneUnitReservation("r9")
-				r.Node, r.bound = "n9", true
-				pl.store.put(r)
+				r.Node = "n9"
+				pl.store.Rebuild(r)
 			},
 			wantRepair: repairNodeGone,
 			check: func(t *testing.T, pl *WorkflowReservation) {
@@ -65,8 +65,8 @@ func TestReconcile(t *testing.T) {
 			objs: []runtime.Object{runner("r1").Obj()},
 			drift: func(pl *WorkflowReservation) {
 				r := oneUnitReservation("r1")
-				r.Node, r.bound = "gone", true
-				pl.store.put(r)
+				r.Node = "gone"
+				pl.store.Rebuild(r)
 			},
 			wantRepair: repairMoved, // the runner is bound to n1, which its record names
 			check: func(t *testing.T, pl *WorkflowReservation) {
@@ -77,24 +77,22 @@ func TestReconcile(t *testing.T) {
 		},
 		"claim missed": {
 			objs:       []runtime.Object{runner("r1").Obj(), workflowPod("r1").Node("n1").Obj()},
-			drift:      func(pl *WorkflowReservation) { pl.store.put(oneUnitReservation("r1")) },
+			drift:      func(pl *WorkflowReservation) { pl.store.Take(oneUnitReservation("r1")) },
 			wantRepair: repairClaimed,
 			check: func(t *testing.T, pl *WorkflowReservation) {
-				if r, _ := pl.store.Get(key("r1")); r.claimedBy != "r1-workflow" {
-					t.Errorf("claimedBy = %q, want r1-workflow", r.claimedBy)
+				if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != "r1-workflow" {
+					t.Errorf("claimedBy = %q, want r1-workflow", r.ClaimedBy())
 				}
 			},
 		},
 		"claiming workflow pod gone": {
 			objs: []runtime.Object{runner("r1").Obj()},
 			drift: func(pl *WorkflowReservation) {
-				r := oneUnitReservation("r1")
-				r.claimedBy = "vanished"
-				pl.store.put(r)
+				pl.store.Take(claimedBy(oneUnitReservation("r1"), "vanished"))
 			},
 			wantRepair: repairFinished,
 			check: func(t *testing.T, pl *WorkflowReservation) {
-				if r, _ := pl.store.Get(key("r1")); !r.done {
+				if r, _ := pl.store.Get(key("r1")); !r.UsedUp() {
 					t.Error("reservation whose workflow pod is gone still holds room")
 				}
 			},
@@ -159,7 +157,7 @@ func TestReconcileFinishedWorkflowPodBeforeRestart(t *testing.T) {
 	r1 := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	finished := workflowPod("r1").Node("n1").Phase(v1.PodSucceeded).Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), true, r1, finished)
-	if r, ok := pl.store.Get(key("r1")); !ok || !r.done {
+	if r, ok := pl.store.Get(key("r1")); !ok || !r.UsedUp() {
 		t.Errorf("reservation %+v (found %v), want it rebuilt and used up", r, ok)
 	}
 }

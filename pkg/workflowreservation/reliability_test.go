@@ -17,6 +17,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -91,8 +92,8 @@ func TestStaleWorkflowPodOfEarlierIncarnation(t *testing.T) {
 	}
 
 	pl.onPod(logger, stale)
-	if r, _ := pl.store.Get(key("r1")); r.claimedBy != "" {
-		t.Errorf("the stale workflow pod claimed the new runner's reservation (claimedBy %q)", r.claimedBy)
+	if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != "" {
+		t.Errorf("the stale workflow pod claimed the new runner's reservation (claimedBy %q)", r.ClaimedBy())
 	}
 
 	pending := workflowPod("r1").UID("stale-pending").CreationTimestamp(earlier).Obj()
@@ -114,8 +115,8 @@ func TestRebuildIgnoresStaleWorkflowPod(t *testing.T) {
 	if !ok {
 		t.Fatal("reservation not rebuilt")
 	}
-	if r.claimedBy != "" {
-		t.Errorf("the rebuilt reservation is claimed by the stale workflow pod %q", r.claimedBy)
+	if r.ClaimedBy() != "" {
+		t.Errorf("the rebuilt reservation is claimed by the stale workflow pod %q", r.ClaimedBy())
 	}
 }
 
@@ -198,7 +199,7 @@ func TestZeroSizeIsNotAnAnswer(t *testing.T) {
 // Defect 6: the sizing annotation alone does not make a pod a runner.
 func TestAnnotationAloneIsNotARunner(t *testing.T) {
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	pl.store.put(oneUnitReservation("r0"))
+	pl.store.Take(oneUnitReservation("r0"))
 	pod := st.MakePod().Namespace("arc").Name("x").UID("x").Annotation(contract.WorkflowRequestsAnnotation, "cpu=64").Obj()
 	cs := framework.NewCycleState()
 	if _, status := pl.PreFilter(context.Background(), cs, pod, nil); !status.IsSuccess() {
@@ -257,7 +258,7 @@ func TestWorkflowUnreserveKeepsObservedClaim(t *testing.T) {
 	ctx := context.Background()
 	logger, _ := ktesting.NewTestContext(t)
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	pl.store.put(oneUnitReservation("r1"))
+	pl.store.Take(oneUnitReservation("r1"))
 	wf := workflowPod("r1").Obj()
 	cs := framework.NewCycleState()
 	if _, status := pl.PreFilter(ctx, cs, wf, nil); !status.IsSuccess() {
@@ -270,7 +271,7 @@ func TestWorkflowUnreserveKeepsObservedClaim(t *testing.T) {
 	bound.Status.Phase = v1.PodSucceeded
 	pl.onPodDelete(logger, bound)
 	pl.Unreserve(ctx, cs, wf, "n1")
-	if r, _ := pl.store.Get(key("r1")); !r.done {
+	if r, _ := pl.store.Get(key("r1")); !r.UsedUp() {
 		t.Errorf("reservation %+v holds room again after Unreserve; its workflow pod already ran", r)
 	}
 }
@@ -305,7 +306,7 @@ func TestRebuildWorkflowPodFirst(t *testing.T) {
 	pl.useListerOf(t, h, wf, runner)
 	pl.onPod(logger, wf)
 	pl.onPod(logger, runner)
-	if r, ok := pl.store.Get(key("r1")); !ok || r.claimedBy != wf.UID {
+	if r, ok := pl.store.Get(key("r1")); !ok || r.ClaimedBy() != wf.UID {
 		t.Errorf("reservation %+v (found %v), want it claimed by %s", r, ok, wf.UID)
 	}
 }
@@ -327,12 +328,12 @@ func TestStandbySaysNothing(t *testing.T) {
 	}
 	eventually(t, "the standby's store sees the claim", func() bool {
 		r, _ := pl.store.Get(key("r1"))
-		return r.claimedBy != ""
+		return r.ClaimedBy() != ""
 	})
 	if got := drainEvents(h); len(got) != 0 {
 		t.Errorf("the standby emitted events: %q", got)
 	}
-	gauge := metrics.Reservations.WithLabelValues(profile, PhaseClaimed)
+	gauge := metrics.Reservations.WithLabelValues(profile, reservations.PhaseClaimed)
 	if v, _ := testutil.GetGaugeMetricValue(gauge); v != 0 {
 		t.Errorf("the standby exported %v claimed reservations", v)
 	}

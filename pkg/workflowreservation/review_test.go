@@ -12,6 +12,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // The regressions of the defects a review of the reliability work found:
@@ -70,7 +71,7 @@ func TestNoOpUpdatesKeepNodeVersion(t *testing.T) {
 	logger := klogger(t)
 	pl, h := newTestPlugin(t, defaultArgs(), false)
 	pl.useListerOf(t, h)
-	pl.store.put(oneUnitReservation("r1"))
+	pl.store.Take(oneUnitReservation("r1"))
 	wf := workflowPod("r1").Node("n1").Obj()
 	pl.onPod(logger, wf)
 	v := pl.store.NodeVersion("n1")
@@ -89,7 +90,7 @@ func TestGraceKeepsPendingWorkflowPod(t *testing.T) {
 	pl, h := newTestPlugin(t, defaultArgs(), false)
 	wf := workflowPod("r1").NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj()
 	pl.useListerOf(t, h, wf)
-	pl.store.put(oneUnitReservation("r1"))
+	pl.store.Take(oneUnitReservation("r1"))
 	pl.releaseWithoutWorkflowPod(logger, key("r1"), "r1")
 	cs := framework.NewCycleState()
 	pl.PreFilter(context.Background(), cs, wf, nil)
@@ -103,10 +104,10 @@ func TestGraceKeepsPendingWorkflowPod(t *testing.T) {
 func TestGraceKeepsStepHeadroom(t *testing.T) {
 	pl, h := newTestPlugin(t, defaultArgs(), false)
 	pl.useListerOf(t, h)
-	pl.store.put(withStep())
+	pl.store.Take(withStep())
 	pl.releaseWithoutWorkflowPod(klogger(t), key("r1"), "r1")
 	r, _ := pl.store.Get(key("r1"))
-	if got, _ := r.Holds(RunnerPods{}); got.MilliCPU != 1000 || got.Pods != 1 {
+	if got, _ := r.Holds(reservations.RunnerPods{}); got.MilliCPU != 1000 || got.Pods != 1 {
 		t.Errorf("holds cpu=%dm pods=%d after the grace, want the step headroom cpu=1000m pods=1", got.MilliCPU, got.Pods)
 	}
 }
@@ -126,11 +127,11 @@ func TestStaleJobRecorded(t *testing.T) {
 		t.Fatalf("rebuilt %+v, %v; want staleJob j0", back, err)
 	}
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	pl.store.put(back)
+	pl.store.Take(back)
 	pl.onEphemeralRunner(klogger(t), &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"namespace": "arc", "name": "r1"}, "status": map[string]any{"jobId": "j0"},
 	}})
-	if got, _ := pl.store.Get(key("r1")); !got.jobStarted.IsZero() {
+	if got, _ := pl.store.Get(key("r1")); !got.JobStarted().IsZero() {
 		t.Error("the earlier runner's job started the grace of the rebuilt reservation")
 	}
 }
@@ -151,7 +152,7 @@ func TestStandbyHoldsRecovered(t *testing.T) {
 func TestReconcileReleaseActivates(t *testing.T) {
 	ctx := context.Background()
 	pl, h := newTestPlugin(t, defaultArgs(), true)
-	pl.store.put(oneUnitReservation("ghost"))
+	pl.store.Take(oneUnitReservation("ghost"))
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
 	cs := framework.NewCycleState()
 	pl.PreFilter(ctx, cs, p, nil)
@@ -172,9 +173,7 @@ func TestReconcileReleaseActivates(t *testing.T) {
 func TestReprieveWorkflowPodKeepsRunnerRemoved(t *testing.T) {
 	ctx := context.Background()
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	r := withStep()
-	r.claimedBy = "r1-workflow"
-	pl.store.put(r)
+	pl.store.Take(claimedBy(withStep(), "r1-workflow"))
 	runner := runnerPod("r1").Req(units("1")).Node("n1").Obj()
 	wf := workflowPod("r1").Req(units("2")).Node("n1").Obj()
 	pod := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("1")).Obj()
@@ -205,14 +204,14 @@ func TestHeldCache(t *testing.T) {
 		return s
 	}
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	pl.store.put(oneUnitReservation("r1"))
+	pl.store.Take(oneUnitReservation("r1"))
 	ni := nodeInfo(threeUnits, runnerPod("r1").Req(units("1")).Node("n1").Obj())
 	s := state(pl, other)
 	if got := pl.held(s, ni).Amount.MilliCPU; got != 1000 {
 		t.Fatalf("held %dm, want 1000m", got)
 	}
 	// The store changes: a second reservation on the node.
-	pl.store.put(oneUnitReservation("r2"))
+	pl.store.Take(oneUnitReservation("r2"))
 	if got := pl.held(s, ni).Amount.MilliCPU; got != 2000 {
 		t.Errorf("after a store change held %dm, want 2000m", got)
 	}

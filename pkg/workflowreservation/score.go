@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 const preScoreStateKey = "PreScore" + Name
@@ -30,7 +31,7 @@ type scoreState struct {
 	*preFilterState
 	// need is what the pod brings to a node: its request, plus its
 	// workflow pod's for a runner.
-	need Amount
+	need reservations.Amount
 }
 
 func (s *scoreState) Clone() fwk.StateData { return s }
@@ -40,7 +41,7 @@ func (s *scoreState) Clone() fwk.StateData { return s }
 func (pl *WorkflowReservation) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	s, err := getPreFilterState(cs)
 	if err != nil {
-		s = &preFilterState{request: PodAmount(pod)}
+		s = &preFilterState{request: reservations.PodAmount(pod)}
 	}
 	need := s.request
 	if s.kind == kindRunner {

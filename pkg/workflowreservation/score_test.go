@@ -11,6 +11,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 func TestScore(t *testing.T) {
@@ -21,33 +22,29 @@ func TestScore(t *testing.T) {
 		strategy     config.ScoringStrategyType
 		pod          *v1.Pod
 		nodePods     []*v1.Pod
-		reservations []*Reservation
+		reservations []*reservations.Reservation
 		want         int64
 	}{
 		"least allocated: reserved room counts as used": {
 			strategy:     config.LeastAllocated,
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			want:         60, // 10 - 2 - 1 reserved - 1 = 6 free of 10
 		},
 		"most allocated: reserved room counts as used": {
 			strategy:     config.MostAllocated,
 			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			want:         40,
 		},
 		"most allocated: a claimed reservation is counted once": {
-			strategy: config.MostAllocated,
-			pod:      st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
-			nodePods: []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
-			reservations: []*Reservation{func() *Reservation {
-				r := oneUnitReservation("r1")
-				r.claimedBy = "r1-workflow"
-				return r
-			}()},
-			want: 40,
+			strategy:     config.MostAllocated,
+			pod:          st.MakePod().Namespace("arc").Name("p").Req(units("1")).Obj(),
+			nodePods:     []*v1.Pod{runner1, workflowPod("r1").Req(units("1")).Node("n1").Obj()},
+			reservations: []*reservations.Reservation{claimedBy(oneUnitReservation("r1"), "r1-workflow")},
+			want:         40,
 		},
 		"a runner is scored with its workflow pod": {
 			strategy: config.MostAllocated,
@@ -58,7 +55,7 @@ func TestScore(t *testing.T) {
 			strategy:     config.LeastAllocated,
 			pod:          workflowPod("r1").Req(units("9")).Obj(),
 			nodePods:     []*v1.Pod{runner1},
-			reservations: []*Reservation{oneUnitReservation("r1")},
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			want:         fwk.MaxNodeScore,
 		},
 	}
@@ -69,7 +66,7 @@ func TestScore(t *testing.T) {
 			args.ScoringStrategy = &config.ScoringStrategy{Type: tc.strategy, Resources: cpuOnly}
 			pl, _ := newTestPlugin(t, args, false)
 			for _, r := range tc.reservations {
-				pl.store.put(r)
+				pl.store.Take(r)
 			}
 			cs := framework.NewCycleState()
 			if _, status := pl.PreFilter(ctx, cs, tc.pod, nil); !status.IsSuccess() && !status.IsSkip() {

@@ -15,13 +15,14 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // shared is what the WorkflowReservation instances of one scheduler, one per
 // profile that enables the plugin, have in common: one cluster, so one set of
 // reservations, whichever profile took them.
 type shared struct {
-	store   *Store
+	store   *reservations.Store
 	leader  *leadership.Leadership
 	waiting waitingPods
 
@@ -60,7 +61,7 @@ func newShared(l *leadership.Leadership) *shared {
 		l = leadership.Leading()
 	}
 	return &shared{
-		store:     NewStore(),
+		store:     reservations.NewStore(),
 		leader:    l,
 		profiles:  map[string]*WorkflowReservation{},
 		nominated: map[types.UID]bool{},

@@ -19,13 +19,14 @@ import (
 
 	configvalidation "github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // sizing is the outcome of resolving a runner's workflow size.
 type sizing struct {
 	// workflow is the workflow pod's request (plus step headroom), or zero
 	// when no source answered.
-	workflow Amount
+	workflow reservations.Amount
 	source   contract.Source
 	// problems are the sources that were meant to answer but could not,
 	// in order; each becomes a Warning event on the runner.
@@ -35,7 +36,7 @@ type sizing struct {
 	notice string
 	// step is the headroom for container-step pods included in workflow
 	// (one pod included), zero for none; stepSource says where it came from.
-	step       Amount
+	step       reservations.Amount
 	stepSource contract.Source
 	// ports are the host ports the workflow pod will use.
 	ports []contract.HostPort
@@ -253,7 +254,7 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 		switch {
 		case err != nil:
 			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", contract.WorkflowRequestsAnnotation, v, err))
-		case AmountFromList(rl).IsZero():
+		case reservations.AmountFromList(rl).IsZero():
 			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q asks for no resources", contract.WorkflowRequestsAnnotation, v))
 		default:
 			workflow, out.source = rl, contract.SourceAnnotation
@@ -281,7 +282,7 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 	if out.source != contract.SourceHookTemplate {
 		out.notice = ""
 	}
-	out.workflow = AmountFromList(workflow)
+	out.workflow = reservations.AmountFromList(workflow)
 	out.workflow.Pods = 1
 
 	step, stepSource := s.defaultStep, contract.SourceDefault
@@ -307,7 +308,7 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 			step, stepSource = rl, contract.SourceAnnotation
 		}
 	}
-	if extra := AmountFromList(step); !extra.IsZero() {
+	if extra := reservations.AmountFromList(step); !extra.IsZero() {
 		// A step pod is a pod too.
 		extra.Pods = 1
 		out.step, out.stepSource = extra, stepSource
@@ -359,7 +360,7 @@ func (s *sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, no
 	if err != nil {
 		return nil, true, "", fmt.Errorf("%s: %w", where, err)
 	}
-	if AmountFromList(t.workflow).IsZero() {
+	if reservations.AmountFromList(t.workflow).IsZero() {
 		return nil, true, "", fmt.Errorf("%s asks for no resources: give %s requests or limits", where, contract.JobContainer)
 	}
 	if !t.hasJob {

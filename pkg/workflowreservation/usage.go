@@ -9,66 +9,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
-
-// What a reservation still holds on a node depends on which of its runner's
-// pods are there, in the node's accounting (the scheduler's snapshot, with
-// the pods it assumed):
-//
-//   - before the workflow pod arrives: all of it, host ports included;
-//   - once the workflow pod is there: the step headroom, less what the
-//     workflow pod takes beyond the workflow part, less the requests of the
-//     runner's step pods running there; its host ports are the pod's own;
-//   - once the workflow pod is gone, or ran elsewhere: nothing;
-//   - less, at any time, what the runner's placeholder (reservationMode:
-//     Pods) requests on the node: that pod's requests are the node's
-//     already (it holds no host ports: NodePorts would keep the workflow
-//     pod off its own placeholder's node).
-//
-// So a hand-over has neither a gap nor a double count, whichever of the
-// scheduler and the plugin's handler saw the pod first.
-
-// RunnerPods is what one reservation's runner has on the node.
-type RunnerPods struct {
-	Workflow        bool
-	WorkflowRequest Amount
-	Steps           Amount
-	// placeholder is what the runner's placeholder pods there request.
-	Placeholder    Amount
-	HasPlaceholder bool
-}
-
-// Held is what the reservations on a node hold against a pod.
-type Held struct {
-	Amount Amount
-	Ports  []contract.HostPort
-}
-
-// Holds returns what r still holds, given its runner's pods on the node.
-func (r *Reservation) Holds(on RunnerPods) (Amount, []contract.HostPort) {
-	a, ports := r.holdsWithoutPlaceholder(on)
-	if !on.HasPlaceholder {
-		return a, ports
-	}
-	return a.Sub(on.Placeholder).AtLeastZero(), ports
-}
-
-func (r *Reservation) holdsWithoutPlaceholder(on RunnerPods) (Amount, []contract.HostPort) {
-	switch {
-	case r.done:
-		return Amount{}, nil
-	case !on.Workflow && r.claimedBy == "" && r.noWorkflowPod:
-		return r.Step.Sub(on.Steps).AtLeastZero(), nil
-	case !on.Workflow && r.claimedBy == "":
-		return r.Size.Sub(on.Steps).AtLeastZero(), r.Ports
-	case !on.Workflow:
-		// Claimed (assumed by the scheduler, or seen by the handler) but
-		// not in this snapshot yet: keep all of it, no gap.
-		return r.Size, r.Ports
-	}
-	headroom := r.Size.Sub(on.WorkflowRequest).AtLeastZero().AtMost(r.Step)
-	return headroom.Sub(on.Steps).AtLeastZero(), nil
-}
 
 // held sums what the reservations on the node hold against the pod being
 // scheduled: not its own runner's (a workflow or step pod may use it), not
@@ -81,31 +23,31 @@ func (r *Reservation) holdsWithoutPlaceholder(on RunnerPods) (Amount, []contract
 // pods (the NodeInfo generation) change, so that in a steady cluster the
 // call is a lookup; pods with a reservation of their own and dry runs
 // compute it afresh.
-func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) Held {
+func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) reservations.Held {
 	node := nodeInfo.Node().Name
-	var out Held
+	var out reservations.Held
 	own := s.kind == kindWorkflow || s.kind == kindStep
 	cacheable := !own && s.adjust.empty()
-	pl.store.WithNode(node, func(n *NodeReservations) {
+	pl.store.WithNode(node, func(n *reservations.NodeReservations) {
 		if n == nil {
 			return
 		}
 		generation := nodeInfo.GetGeneration()
 		if cacheable {
-			if h := n.held.Load(); h != nil && h.version == n.version && h.generation == generation {
-				out = h.held
+			if h, ok := n.Cached(generation); ok {
+				out = h
 				return
 			}
 		}
-		rs := n.list
-		var buf [16]RunnerPods
+		rs := n.Reservations()
+		var buf [16]reservations.RunnerPods
 		on := buf[:0]
 		if len(rs) > len(buf) {
-			on = make([]RunnerPods, 0, len(rs))
+			on = make([]reservations.RunnerPods, 0, len(rs))
 		}
 		on = pl.runnerPodsOn(rs, nodeInfo, on[:len(rs)])
 		for i, r := range rs {
-			if r.done || s.adjust.isRemoved(r.RunnerUID) {
+			if r.UsedUp() || s.adjust.isRemoved(r.RunnerUID) {
 				continue
 			}
 			if own && r.RunnerUID == s.own.RunnerUID {
@@ -120,7 +62,7 @@ func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) He
 			out.Ports = append(out.Ports, ports...)
 		}
 		if cacheable {
-			n.held.Store(&heldEntry{version: n.version, generation: generation, held: out})
+			n.Cache(generation, out)
 		}
 	})
 	out.Amount = s.adjust.addedOn(node, out.Amount)
@@ -135,12 +77,12 @@ func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) He
 //
 // rs is sorted by runner (the store keeps it so); on has rs's length and is
 // filled in and returned.
-func (pl *WorkflowReservation) runnerPodsOn(rs []*Reservation, nodeInfo fwk.NodeInfo, on []RunnerPods) []RunnerPods {
+func (pl *WorkflowReservation) runnerPodsOn(rs []*reservations.Reservation, nodeInfo fwk.NodeInfo, on []reservations.RunnerPods) []reservations.RunnerPods {
 	clear(on)
 	for _, pi := range nodeInfo.GetPods() {
 		p := pi.GetPod()
 		if contract.IsPlaceholder(p) {
-			i := Find(rs, p.Namespace, p.Annotations[contract.PlaceholderOfAnnotation])
+			i := reservations.Find(rs, p.Namespace, p.Annotations[contract.PlaceholderOfAnnotation])
 			if i >= 0 && metav1.GetControllerOf(p).UID == rs[i].RunnerUID {
 				on[i].Placeholder = on[i].Placeholder.Add(amountOfPodInfo(pi))
 				on[i].HasPlaceholder = true
@@ -151,12 +93,12 @@ func (pl *WorkflowReservation) runnerPodsOn(rs []*Reservation, nodeInfo fwk.Node
 		if name == "" {
 			continue
 		}
-		i := Find(rs, p.Namespace, name)
+		i := reservations.Find(rs, p.Namespace, name)
 		if i < 0 || !rs[i].Owns(p) {
 			continue
 		}
 		r, req := rs[i], amountOfPodInfo(pi)
-		if !viaJob && !on[i].Workflow && (r.claimedBy == "" || r.claimedBy == p.UID) {
+		if !viaJob && !on[i].Workflow && (r.ClaimedBy() == "" || r.ClaimedBy() == p.UID) {
 			on[i].Workflow, on[i].WorkflowRequest = true, req
 		} else {
 			on[i].Steps = on[i].Steps.Add(req)

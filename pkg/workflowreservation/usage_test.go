@@ -17,17 +17,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 var redis = contract.HostPort{Protocol: v1.ProtocolTCP, Port: 6379}
 
 // withStep is r1's reservation of 3 cpu: 2 for the workflow pod, 1 of
 // headroom for step pods (and a pod each), holding port 6379.
-func withStep() *Reservation {
-	return &Reservation{
+func withStep() *reservations.Reservation {
+	return &reservations.Reservation{
 		Runner: key("r1"), RunnerUID: "r1", Node: "n1", Source: contract.SourceAnnotation,
-		Size:  Amount{MilliCPU: 3000, Pods: 2},
-		Step:  Amount{MilliCPU: 1000, Pods: 1},
+		Size:  reservations.Amount{MilliCPU: 3000, Pods: 2},
+		Step:  reservations.Amount{MilliCPU: 1000, Pods: 1},
 		Ports: []contract.HostPort{redis},
 	}
 }
@@ -71,8 +72,13 @@ func TestWhatAReservationHolds(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), false)
 			pl.useJobs(t, stepJob)
 			r := withStep()
-			r.claimedBy, r.done = k8stypes.UID(tc.claimedBy), tc.done
-			on := pl.runnerPodsOn([]*Reservation{r}, nodeInfo(threeUnits, tc.pods...), make([]RunnerPods, 1))
+			switch {
+			case tc.done:
+				r = usedUpBy(r, k8stypes.UID(tc.claimedBy))
+			case tc.claimedBy != "":
+				r = claimedBy(r, k8stypes.UID(tc.claimedBy))
+			}
+			on := pl.runnerPodsOn([]*reservations.Reservation{r}, nodeInfo(threeUnits, tc.pods...), make([]reservations.RunnerPods, 1))
 			got, ports := r.Holds(on[0])
 			if got.MilliCPU != tc.wantCPU || got.Pods != tc.wantPods {
 				t.Errorf("holds cpu=%dm pods=%d, want cpu=%dm pods=%d", got.MilliCPU, got.Pods, tc.wantCPU, tc.wantPods)
@@ -86,12 +92,12 @@ func TestWhatAReservationHolds(t *testing.T) {
 
 // Step pods and host ports through Filter.
 func TestFilterStepsAndPorts(t *testing.T) {
-	claimed := func() *Reservation { r := withStep(); r.claimedBy = "r1-workflow"; return r }
+	claimed := func() *reservations.Reservation { return claimedBy(withStep(), "r1-workflow") }
 	workflow := workflowPod("r1").Req(units("2")).Node("n1").Obj()
 	fourUnits := st.MakeNode().Name("n1").Capacity(units("4")).Obj()
 	tests := map[string]struct {
 		pod        *v1.Pod
-		res        *Reservation
+		res        *reservations.Reservation
 		nodePods   []*v1.Pod
 		wantKind   podKind
 		wantReason string
@@ -109,12 +115,8 @@ func TestFilterStepsAndPorts(t *testing.T) {
 			nodePods: []*v1.Pod{workflow}, wantKind: kindStep,
 		},
 		"a second labelled pod without headroom is an ordinary pod": {
-			pod: st.MakePod().Namespace("arc").Name("s").UID("s").Label("runner-pod", "r1").Req(units("2")).Obj(),
-			res: func() *Reservation {
-				r := oneUnitReservation("r1")
-				r.claimedBy = "r1-workflow"
-				return r
-			}(),
+			pod:      st.MakePod().Namespace("arc").Name("s").UID("s").Label("runner-pod", "r1").Req(units("2")).Obj(),
+			res:      claimedBy(oneUnitReservation("r1"), "r1-workflow"),
 			nodePods: []*v1.Pod{workflowPod("r1").Req(units("3")).Node("n1").Obj()}, wantKind: kindOther, wantReason: "",
 		},
 		"a pod asking for a held host port": {
@@ -145,7 +147,7 @@ func TestFilterStepsAndPorts(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), false)
 			pl.useJobs(t, stepJob)
 			if tc.res != nil {
-				pl.store.put(tc.res)
+				pl.store.Take(tc.res)
 			}
 			cs := framework.NewCycleState()
 			if _, status := pl.PreFilter(ctx, cs, tc.pod, nil); !status.IsSuccess() {

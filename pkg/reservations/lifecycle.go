@@ -1,4 +1,4 @@
-package workflowreservation
+package reservations
 
 import (
 	"time"

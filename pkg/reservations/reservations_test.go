@@ -1,4 +1,4 @@
-package workflowreservation
+package reservations
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 )
+
+func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "arc", Name: name} }
 
 func TestStore(t *testing.T) {
 	cpu := func(name, node string, milli int64) *Reservation {
@@ -25,10 +27,10 @@ func TestStore(t *testing.T) {
 	}
 
 	s := NewStore()
-	s.put(cpu("a", "n1", 100))
-	s.put(cpu("b", "n1", 200))
-	s.put(cpu("c", "n1", 400))
-	s.put(cpu("d", "n2", 800))
+	s.Take(cpu("a", "n1", 100))
+	s.Take(cpu("b", "n1", 200))
+	s.Take(cpu("c", "n1", 400))
+	s.Take(cpu("d", "n2", 800))
 	if got := s.SumOn("n1", all).MilliCPU; got != 700 {
 		t.Fatalf("n1 holds %dm, want 700m", got)
 	}
@@ -44,7 +46,7 @@ func TestStore(t *testing.T) {
 	if _, ok := s.Release(key("a"), "other"); ok {
 		t.Error("remove with another pod's UID removed a reservation")
 	}
-	s.put(cpu("a", "n2", 100))
+	s.Take(cpu("a", "n2", 100))
 	if diff := cmp.Diff([]string{"a@n2", "c@n1", "d@n2"}, names(s)); diff != "" {
 		t.Errorf("reservations (-want,+got):\n%s", diff)
 	}
@@ -81,9 +83,9 @@ func TestStoreForgetsNodes(t *testing.T) {
 	}
 	before := heap()
 	for i := range 100000 {
-		r := oneUnitReservation("r")
+		r := &Reservation{Runner: key("r"), RunnerUID: "r", Size: Amount{MilliCPU: 1000, Pods: 1}}
 		r.Node = fmt.Sprintf("karpenter-node-%06d", i)
-		s.put(r)
+		s.Take(r)
 		if i%2 == 0 {
 			s.Release(r.Runner, "")
 		} else {

@@ -1,4 +1,4 @@
-package workflowreservation
+package reservations
 
 import (
 	"slices"
@@ -108,6 +108,27 @@ type heldEntry struct {
 	version    uint64
 	generation int64
 	held       Held
+}
+
+// Reservations returns the node's reservations, sorted by runner name
+// (then namespace). The caller must not change them.
+func (n *NodeReservations) Reservations() []*Reservation { return n.list }
+
+// Cached returns what was cached for the node with Cache, if it was cached
+// for this generation of the node's pods and the node's reservations have
+// not changed since.
+func (n *NodeReservations) Cached(generation int64) (Held, bool) {
+	if h := n.held.Load(); h != nil && h.version == n.version && h.generation == generation {
+		return h.held, true
+	}
+	return Held{}, false
+}
+
+// Cache keeps what the node's reservations hold against a pod without a
+// reservation of its own, for this generation of the node's pods and the
+// reservations as they are. It may be called under the store's read lock.
+func (n *NodeReservations) Cache(generation int64, held Held) {
+	n.held.Store(&heldEntry{version: n.version, generation: generation, held: held})
 }
 
 // Phases of a reservation, as the metrics name them.

@@ -1,4 +1,4 @@
-package workflowreservation
+package reservations
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ func lifecycleStore(from start) (*Store, *Reservation) {
 		Size: Amount{MilliCPU: 2000, Pods: 2}, Step: Amount{MilliCPU: 500, Pods: 1}, StaleJob: "old-job", Stale: []types.UID{"stale-wf"}}
 	from(r)
 	s := NewStore()
-	s.put(r)
+	s.Take(r)
 	return s, r
 }
 
