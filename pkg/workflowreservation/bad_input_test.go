@@ -17,6 +17,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
+	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
 )
 
 // badInputTemplates are the hook templates the bad-input cases mount.
@@ -71,7 +72,7 @@ func heldReservations(pl *WorkflowReservation) []string {
 // on the pod, and a log line.
 func TestBadInput(t *testing.T) {
 	template := func(file string) *v1.Pod {
-		return withHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/"+file)
+		return sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/"+file)
 	}
 	sized := func(annotation string) *v1.Pod {
 		return runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, annotation).Req(units("1")).Obj()
@@ -127,7 +128,7 @@ func TestBadInput(t *testing.T) {
 			wantHeld:  []string{"r@n1:held"},
 		},
 		"hook template ConfigMap missing": {
-			act:        runnerCycle(withHookTemplate(runnerPod("r").Obj(), "gone", "/home/runner/pod-templates/default.yaml")),
+			act:        runnerCycle(sizingtest.WithHookTemplate(runnerPod("r").Obj(), "gone", "/home/runner/pod-templates/default.yaml")),
 			wantStatus: "ConfigMap arc/gone not found",
 			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",

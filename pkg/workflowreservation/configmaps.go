@@ -3,17 +3,15 @@ package workflowreservation
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/pkg/sizing"
 )
 
 // allNamespaces keys the scheduler's cluster-wide ConfigMap informer in
@@ -38,7 +36,7 @@ func (pl *WorkflowReservation) hookTemplates(ctx context.Context, namespaces []s
 		}
 		return inf.Lister(), nil
 	}
-	out := namespacedConfigMaps{listers: map[string]corelisters.ConfigMapNamespaceLister{}, synced: map[string]cache.InformerSynced{}}
+	listers, synced := map[string]corelisters.ConfigMapNamespaceLister{}, map[string]cache.InformerSynced{}
 	for _, ns := range namespaces {
 		inf, existed := pl.sh.configMapInformer(ns, func() cache.SharedIndexInformer {
 			factory := informers.NewSharedInformerFactoryWithOptions(pl.handle.ClientSet(), 0, informers.WithNamespace(ns))
@@ -51,11 +49,11 @@ func (pl *WorkflowReservation) hookTemplates(ctx context.Context, namespaces []s
 			go inf.RunWithContext(ctx)
 			go pl.activateWhenListed(ctx, logger, ns, inf.HasSynced)
 		}
-		out.listers[ns] = corelisters.NewConfigMapLister(inf.GetIndexer()).ConfigMaps(ns)
-		out.synced[ns] = inf.HasSynced
+		listers[ns] = corelisters.NewConfigMapLister(inf.GetIndexer()).ConfigMaps(ns)
+		synced[ns] = inf.HasSynced
 	}
-	out.names = slices.Sorted(maps.Keys(out.listers))
-	logger.V(2).Info("Watching hook template ConfigMaps in some namespaces only", "namespaces", out.names)
+	out := sizing.NewNamespacedConfigMaps(listers, synced)
+	logger.V(2).Info("Watching hook template ConfigMaps in some namespaces only", "namespaces", out.Namespaces())
 	return out, nil
 }
 
@@ -70,22 +68,13 @@ func (pl *WorkflowReservation) activateWhenListed(ctx context.Context, logger kl
 		return
 	}
 	pods := pl.sh.waiting.matching(func(pod *v1.Pod, _ time.Time) bool {
-		ref, err := findHookTemplate(pod)
+		ref, err := sizing.FindHookTemplate(pod)
 		return err == nil && ref != nil && pod.Namespace == namespace
 	})
 	if len(pods) > 0 {
 		logger.V(2).Info("Hook template namespace listed, activating its waiting runners", "namespace", namespace, "count", len(pods))
 		pl.handle.Activate(logger, pods)
 	}
-}
-
-// notListedError: the ConfigMaps of a namespace in hookTemplateNamespaces
-// are not listed yet (the informer has not synced: starting, or denied by
-// RBAC).
-type notListedError struct{ namespace string }
-
-func (e notListedError) Error() string {
-	return fmt.Sprintf("the ConfigMaps of namespace %s (hookTemplateNamespaces) are not listed yet; if this lasts, check that tandem-scheduler may list and watch configmaps there", e.namespace)
 }
 
 // configMapInformer returns the informer of namespace's ConfigMaps, made by
@@ -126,54 +115,4 @@ func (sh *shared) watchConfigMaps(logger klog.Logger, pl *WorkflowReservation, k
 		return fmt.Errorf("registering configmap handler: %w", err)
 	}
 	return nil
-}
-
-// namespacedConfigMaps lists the ConfigMaps of some namespaces; in any
-// other a Get says that its ConfigMaps are not watched.
-type namespacedConfigMaps struct {
-	listers map[string]corelisters.ConfigMapNamespaceLister
-	synced  map[string]cache.InformerSynced
-	names   []string
-}
-
-// listed reports whether namespace's ConfigMaps are listed: true for a
-// namespace not watched at all (its Get says so).
-func (n namespacedConfigMaps) listed(namespace string) bool {
-	s, ok := n.synced[namespace]
-	return !ok || s()
-}
-
-var _ corelisters.ConfigMapLister = namespacedConfigMaps{}
-
-func (n namespacedConfigMaps) List(selector labels.Selector) ([]*v1.ConfigMap, error) {
-	var out []*v1.ConfigMap
-	for _, ns := range n.names {
-		list, err := n.listers[ns].List(selector)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, list...)
-	}
-	return out, nil
-}
-
-func (n namespacedConfigMaps) ConfigMaps(namespace string) corelisters.ConfigMapNamespaceLister {
-	if l, ok := n.listers[namespace]; ok {
-		return l
-	}
-	return unwatchedNamespace{namespace: namespace, watched: n.names}
-}
-
-// unwatchedNamespace is a namespace not in hookTemplateNamespaces.
-type unwatchedNamespace struct {
-	namespace string
-	watched   []string
-}
-
-func (u unwatchedNamespace) List(labels.Selector) ([]*v1.ConfigMap, error) { return nil, u.err() }
-func (u unwatchedNamespace) Get(string) (*v1.ConfigMap, error)             { return nil, u.err() }
-
-func (u unwatchedNamespace) err() error {
-	return fmt.Errorf("ConfigMaps of namespace %s are not watched: hookTemplateNamespaces lists %s; add it there to size its runners from their hook template",
-		u.namespace, strings.Join(u.watched, ", "))
 }

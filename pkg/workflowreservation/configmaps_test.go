@@ -26,6 +26,8 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/sizing"
+	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
 )
 
 func hookTemplateIn(namespace string) *v1.ConfigMap {
@@ -43,10 +45,10 @@ func TestHookTemplateNamespaces(t *testing.T) {
 	args.HookTemplateNamespaces = []string{"arc"}
 	pl, h := newTestPlugin(t, args, true, hookTemplateIn("arc"), hookTemplateIn("elsewhere"))
 	eventually(t, "the namespace's ConfigMaps listed", func() bool {
-		return pl.sizer.configMaps.(namespacedConfigMaps).listed("arc")
+		return pl.sizer.ConfigMaps().(sizing.NamespacedConfigMaps).Listed("arc")
 	})
 
-	cached, err := pl.sizer.configMaps.List(labels.Everything())
+	cached, err := pl.sizer.ConfigMaps().List(labels.Everything())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestHookTemplateNamespaces(t *testing.T) {
 	}
 
 	// A runner of a listed namespace is sized from its template.
-	inArc := withHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
+	inArc := sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
 	if status := runnerCycle(inArc)(ctx, klog.Background(), pl); !status.IsSuccess() {
 		t.Fatalf("runner in arc: %v", status)
 	}
@@ -64,7 +66,7 @@ func TestHookTemplateNamespaces(t *testing.T) {
 	}
 
 	// One elsewhere is not, and says why.
-	elsewhere := withHookTemplate(runnerPod("r2").Namespace("elsewhere").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
+	elsewhere := sizingtest.WithHookTemplate(runnerPod("r2").Namespace("elsewhere").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
 	status := runnerCycle(elsewhere)(ctx, klog.Background(), pl)
 	if status.IsSuccess() || !strings.Contains(status.Message(), "ConfigMaps of namespace elsewhere are not watched: hookTemplateNamespaces lists arc") {
 		t.Errorf("runner elsewhere: status %v, want one saying its namespace is not watched", status)
@@ -75,7 +77,7 @@ func TestHookTemplateNamespaces(t *testing.T) {
 
 	// A runner waiting for its template is retried when it is created in a
 	// listed namespace: the namespace's informer has the handler.
-	waiting := withHookTemplate(runnerPod("r3").Obj(), "later", "/home/runner/pod-templates/default.yaml")
+	waiting := sizingtest.WithHookTemplate(runnerPod("r3").Obj(), "later", "/home/runner/pod-templates/default.yaml")
 	if _, status := pl.PreFilter(ctx, framework.NewCycleState(), waiting, nil); status.IsSuccess() {
 		t.Fatal("a runner whose template does not exist yet passed PreFilter")
 	}
@@ -118,11 +120,10 @@ func TestHookTemplateNamespaceNotListed(t *testing.T) {
 	args.HookTemplateNamespaces = []string{"arc"}
 	args.DefaultWorkflowRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}
 	pl, h := newTestPlugin(t, args, true)
-	cms := pl.sizer.configMaps.(namespacedConfigMaps)
-	cms.synced = map[string]cache.InformerSynced{"arc": func() bool { return false }}
-	pl.sizer.configMaps = cms
+	cms := pl.sizer.ConfigMaps().(sizing.NamespacedConfigMaps)
+	pl.sizer.SetConfigMaps(cms.WithSynced(map[string]cache.InformerSynced{"arc": func() bool { return false }}))
 
-	runner := withHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
+	runner := sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
 	_, status := pl.PreFilter(ctx, framework.NewCycleState(), runner, nil)
 	if status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), "ConfigMaps of namespace arc (hookTemplateNamespaces) are not listed yet") {
 		t.Errorf("runner: status %v, want Unschedulable saying its namespace is not listed yet", status)
@@ -158,7 +159,7 @@ func notListedArgs() *config.WorkflowReservationArgs {
 
 // templatedRunner is a runner of namespace whose hook template is in ConfigMap "hooks".
 func templatedRunner(name, namespace string) *v1.Pod {
-	return withHookTemplate(runnerPod(name).Namespace(namespace).Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
+	return sizingtest.WithHookTemplate(runnerPod(name).Namespace(namespace).Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
 }
 
 // A runner that waits for its namespace's listing is retried once the
@@ -206,12 +207,11 @@ func TestNotListedRunnerListedDuringCycle(t *testing.T) {
 	// listing the test drives.
 	pl, h := newTestPlugin(t, notListedArgs(), true)
 	runner := templatedRunner("r", "arc2")
-	cms := pl.sizer.configMaps.(namespacedConfigMaps)
+	cms := pl.sizer.ConfigMaps().(sizing.NamespacedConfigMaps)
 	// Listed right after the runner waited.
-	cms.synced = map[string]cache.InformerSynced{"arc2": func() bool {
+	pl.sizer.SetConfigMaps(cms.WithSynced(map[string]cache.InformerSynced{"arc2": func() bool {
 		return len(pl.sh.waiting.matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID })) > 0
-	}}
-	pl.sizer.configMaps = cms
+	}}))
 
 	if _, status := pl.PreFilter(ctx, framework.NewCycleState(), runner, nil); status.Code() != fwk.Unschedulable {
 		t.Fatalf("runner: status %v, want Unschedulable (not listed yet)", status)

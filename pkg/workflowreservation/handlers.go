@@ -14,6 +14,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
+	"github.com/tandem-scheduler/tandem/pkg/sizing"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -335,8 +336,8 @@ func (pl *WorkflowReservation) onConfigMap(logger klog.Logger, obj any) {
 		return
 	}
 	pods := pl.sh.waiting.matching(func(pod *v1.Pod, _ time.Time) bool {
-		ref, err := findHookTemplate(pod)
-		return err == nil && ref != nil && pod.Namespace == cm.Namespace && ref.configMap == cm.Name
+		ref, err := sizing.FindHookTemplate(pod)
+		return err == nil && ref != nil && pod.Namespace == cm.Namespace && ref.ConfigMap == cm.Name
 	})
 	if len(pods) > 0 {
 		logger.V(4).Info("Hook template changed, activating its waiting runners", "configMap", klog.KObj(cm), "count", len(pods))

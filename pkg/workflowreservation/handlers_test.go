@@ -19,6 +19,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
+	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
 )
 
 // eventually polls cond; informer handlers run asynchronously.
@@ -211,15 +212,15 @@ func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 
 func TestHookTemplateConfigMapActivatesWaitingRunner(t *testing.T) {
 	ctx := context.Background()
-	runner := withHookTemplate(runnerPod("r1").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
-	other := withHookTemplate(runnerPod("r2").Obj(), "elsewhere", "/home/runner/pod-templates/default.yaml")
+	runner := sizingtest.WithHookTemplate(runnerPod("r1").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
+	other := sizingtest.WithHookTemplate(runnerPod("r2").Obj(), "elsewhere", "/home/runner/pod-templates/default.yaml")
 	pl, h := newTestPlugin(t, defaultArgs(), true)
 	for _, pod := range []*v1.Pod{runner, other} {
 		if _, status := pl.PreFilter(ctx, framework.NewCycleState(), pod, nil); status.Code() != fwk.UnschedulableAndUnresolvable {
 			t.Fatalf("PreFilter(%s) = %v, want UnschedulableAndUnresolvable without its hook template", pod.Name, status)
 		}
 	}
-	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "arc", Name: "hooks"}, Data: map[string]string{"default.yaml": hookTemplate}}
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "arc", Name: "hooks"}, Data: map[string]string{"default.yaml": sizingtest.HookTemplate}}
 	if _, err := h.client.CoreV1().ConfigMaps("arc").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

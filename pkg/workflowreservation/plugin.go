@@ -28,6 +28,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
+	"github.com/tandem-scheduler/tandem/pkg/sizing"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -69,7 +70,7 @@ type WorkflowReservation struct {
 	store          *reservations.Store
 	runnerSelector labels.Selector
 	runnerPodLabel string
-	sizer          *sizer
+	sizer          *sizing.Sizer
 	pods           corelisters.PodLister
 	nodes          corelisters.NodeLister
 	jobs           jobLister
@@ -119,17 +120,17 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	if err != nil {
 		return nil, fmt.Errorf("runnerSelector: %w", err)
 	}
+	sz, err := sizing.NewSizer(args)
+	if err != nil {
+		return nil, err
+	}
 	pl := &WorkflowReservation{
-		handle:         h,
-		sh:             sh,
-		store:          sh.store,
-		runnerSelector: selector,
-		runnerPodLabel: args.RunnerPodLabel,
-		sizer: &sizer{
-			defaultWorkflow:  args.DefaultWorkflowRequests,
-			defaultStep:      args.DefaultStepRequests,
-			stepFromTemplate: args.StepRequestsFromHookTemplate,
-		},
+		handle:             h,
+		sh:                 sh,
+		store:              sh.store,
+		runnerSelector:     selector,
+		runnerPodLabel:     args.RunnerPodLabel,
+		sizer:              sz,
 		profile:            h.ProfileName(),
 		scoring:            defaultScoring,
 		reconcileEvery:     DefaultReconcileInterval,
@@ -160,13 +161,6 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	if d := args.NoWorkflowPodGrace.Duration; d > 0 {
 		pl.noWorkflowPodGrace = d
 	}
-	for _, p := range args.DefaultHostPorts {
-		hp, err := contract.ParseHostPort(p)
-		if err != nil {
-			return nil, fmt.Errorf("defaultHostPorts: %w", err)
-		}
-		pl.sizer.defaultPorts = append(pl.sizer.defaultPorts, hp)
-	}
 	// The scheduler's, so the same in every profile.
 	sh.waiting.setBackoff(args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds)
 	first, err := sh.add(pl)
@@ -185,7 +179,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	if err != nil {
 		return nil, err
 	}
-	pl.sizer.configMaps = configMaps
+	pl.sizer.SetConfigMaps(configMaps)
 	pl.pods = informers.Core().V1().Pods().Lister()
 	pl.nodes = informers.Core().V1().Nodes().Lister()
 	pl.jobs = informers.Batch().V1().Jobs().Lister()
@@ -377,13 +371,13 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		}
 	}
 	if s.kind == kindOther && pl.isRunner(pod) {
-		sz := pl.sizer.size(pod)
-		if sz.notListed != nil {
+		sz := pl.sizer.Size(pod)
+		if sz.NotListed != nil {
 			// Retried once the namespace is listed (activateWhenListed) or
 			// its template arrives (onConfigMap).
-			logger.V(2).Info("Runner waits for its namespace's hook templates to be listed", "pod", klog.KObj(pod), "err", sz.notListed)
+			logger.V(2).Info("Runner waits for its namespace's hook templates to be listed", "pod", klog.KObj(pod), "err", sz.NotListed)
 			pl.sh.waiting.add(pod)
-			if pl.sizer.listed(pod.Namespace) {
+			if pl.sizer.Listed(pod.Namespace) {
 				// Listed since the check, maybe before the runner waited:
 				// activateWhenListed and the ConfigMap events may have
 				// passed it by. The pod is in flight; the queue records the
@@ -391,25 +385,25 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 				// cycle ends.
 				pl.handle.Activate(logger, put(nil, pod))
 			}
-			return nil, fwk.NewStatus(fwk.Unschedulable, truncate(fmt.Sprintf("runner %s: %v", klog.KObj(pod), sz.notListed)))
+			return nil, fwk.NewStatus(fwk.Unschedulable, truncate(fmt.Sprintf("runner %s: %v", klog.KObj(pod), sz.NotListed)))
 		}
-		for _, p := range sz.problems {
+		for _, p := range sz.Problems {
 			logger.V(2).Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonInvalidWorkflowSize, "Scheduling", truncate(p.Error()))
 		}
-		if sz.notice != "" {
-			logger.V(2).Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.notice)
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIncompleteHookTemplate, "Scheduling", truncate(sz.notice))
+		if sz.Notice != "" {
+			logger.V(2).Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.Notice)
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIncompleteHookTemplate, "Scheduling", truncate(sz.Notice))
 		}
 		switch {
-		case !sz.workflow.IsZero():
-			s.kind, s.workflow, s.source = kindRunner, sz.workflow, sz.source
-			s.step, s.ports, s.hookMode = sz.step, sz.ports, hookModeOf(pod)
-		case sz.intended:
+		case !sz.Workflow.IsZero():
+			s.kind, s.workflow, s.source = kindRunner, sz.Workflow, sz.Source
+			s.step, s.ports, s.hookMode = sz.Step, sz.Ports, sizing.HookMode(pod)
+		case sz.Intended:
 			// Retried as soon as its hook template's ConfigMap changes.
 			pl.sh.waiting.add(pod)
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, truncate(fmt.Sprintf(
-				"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.problems))))
+				"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.Problems))))
 		default:
 			logger.V(2).Info("Runner has no workflow size source; scheduling it without a reservation", "pod", klog.KObj(pod))
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoWorkflowSize, "Scheduling",

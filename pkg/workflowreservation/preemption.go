@@ -109,9 +109,9 @@ func (pl *WorkflowReservation) AddPod(ctx context.Context, cs fwk.CycleState, po
 		return nil
 	}
 	if p.Spec.NodeName == "" && pl.trusted(p) {
-		if sz := pl.sizer.size(p); !sz.workflow.IsZero() {
-			s.adjust.add(nodeInfo.Node().Name, sz.workflow)
-			klog.FromContext(ctx).V(5).Info("Nominated runner's workflow room counted", "pod", klog.KObj(podToSchedule), "runner", klog.KObj(p), "node", nodeInfo.Node().Name, "size", sz.workflow.String())
+		if sz := pl.sizer.Size(p); !sz.Workflow.IsZero() {
+			s.adjust.add(nodeInfo.Node().Name, sz.Workflow)
+			klog.FromContext(ctx).V(5).Info("Nominated runner's workflow room counted", "pod", klog.KObj(podToSchedule), "runner", klog.KObj(p), "node", nodeInfo.Node().Name, "size", sz.Workflow.String())
 		}
 	}
 	return nil

@@ -192,13 +192,13 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 			continue
 		}
 		owner := pl.sh.profileOf(pod)
-		sz := owner.sizer.size(pod)
-		if sz.workflow.IsZero() {
+		sz := owner.sizer.Size(pod)
+		if sz.Workflow.IsZero() {
 			continue
 		}
 		r := &reservations.Reservation{
 			Runner: key, RunnerUID: pod.UID, RunnerCreated: pod.CreationTimestamp.Time,
-			Node: pod.Spec.NodeName, Size: sz.workflow, Step: sz.step, Ports: sz.ports, Source: sz.source,
+			Node: pod.Spec.NodeName, Size: sz.Workflow, Step: sz.Step, Ports: sz.Ports, Source: sz.Source,
 		}
 		if err := pl.beyondNode(r, pod); err != nil {
 			logger.V(2).Info("Not recovering a runner's reservation", "runner", klog.KObj(pod), "err", err)
@@ -206,7 +206,7 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 		}
 		pl.store.Rebuild(r)
 		pl.recordMetrics()
-		pl.repaired(logger, pod, repairRecovered, fmt.Sprintf("Bound without a recorded reservation: holding %s on node %s for its workflow pod from now on (size from %s)", sz.workflow, pod.Spec.NodeName, sz.source))
+		pl.repaired(logger, pod, repairRecovered, fmt.Sprintf("Bound without a recorded reservation: holding %s on node %s for its workflow pod from now on (size from %s)", sz.Workflow, pod.Spec.NodeName, sz.Source))
 		for _, wf := range pl.workflowPods(key) {
 			if wf.Spec.NodeName != "" && !isTerminal(wf) {
 				pl.observeWorkflow(logger, wf, key)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
@@ -150,49 +149,6 @@ func TestRunnerBoundElsewhereThanReserved(t *testing.T) {
 	pl.onPod(logger, elsewhere)
 	if r, _ := pl.store.Get(key("r1")); r.Node != "n2" {
 		t.Errorf("reservation on %q, want n2 where the runner is bound", r.Node)
-	}
-}
-
-// Defect 4: a $job with only limits gets requests = limits when the pod is
-// created (apiserver defaulting); the reservation must count them.
-func TestHookTemplateLimitsOnly(t *testing.T) {
-	got, err := hookTemplateRequests(`
-spec:
-  containers:
-  - name: $job
-    resources:
-      limits: {cpu: "2", memory: 1Gi}
-`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Cpu().Cmp(resource.MustParse("2")) != 0 || got.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
-		t.Errorf("requests = %v, want cpu=2 memory=1Gi (requests default to limits)", contract.FormatResources(got))
-	}
-}
-
-// Defect 4: a source that answers "nothing" is a problem, not an answer:
-// the runner would be placed as if it had no workflow pod.
-func TestZeroSizeIsNotAnAnswer(t *testing.T) {
-	cm := &v1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "arc", Name: "hooks"},
-		Data:       map[string]string{"empty.yaml": "spec:\n  containers:\n  - name: $job\n    image: node\n"},
-	}
-	fallback := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
-	for name, pod := range map[string]*v1.Pod{
-		"hook template without resources": withHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/empty.yaml"),
-		"annotation of zeros":             runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=0,memory=0").Obj(),
-	} {
-		t.Run(name, func(t *testing.T) {
-			s := &sizer{configMaps: configMapLister(cm), defaultWorkflow: fallback}
-			got := s.size(pod)
-			if got.source != contract.SourceDefault || got.workflow.String() != "cpu=1" {
-				t.Errorf("size = %s from %q, want cpu=1 from the default", got.workflow, got.source)
-			}
-			if len(got.problems) != 1 {
-				t.Errorf("problems = %v, want one saying the source asks for nothing", got.problems)
-			}
-		})
 	}
 }
 

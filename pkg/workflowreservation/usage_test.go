@@ -2,7 +2,6 @@ package workflowreservation
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -196,39 +195,6 @@ func TestPinnedTo(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := pinnedTo(tc.pod, "n1"); got != tc.want {
 				t.Errorf("pinnedTo = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestHookModeOf(t *testing.T) {
-	runner := func(env map[string]string, work bool) *v1.Pod {
-		pod := runnerPod("r").Obj()
-		c := v1.Container{Name: "runner"}
-		for k, v := range env {
-			c.Env = append(c.Env, v1.EnvVar{Name: k, Value: v})
-		}
-		pod.Spec.Containers = []v1.Container{c}
-		if work {
-			pod.Spec.Volumes = []v1.Volume{{Name: "work", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}}}
-		}
-		return pod
-	}
-	tests := map[string]struct {
-		pod  *v1.Pod
-		want string
-	}{
-		"not a kubernetes-mode runner": {pod: runner(nil, false), want: ""},
-		"kubernetes":                   {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s/index.js"}, true), want: "pinned with nodeName"},
-		"kubernetes, kube-scheduler":   {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s/index.js", contract.UseKubeSchedulerEnv: "true"}, true), want: "required hostname affinity"},
-		"kubernetes-novolume":          {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s-novolume/index.js"}, false), want: "not pinned"},
-		"next hook, RWO":               {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s/index.js", contract.HookRWOEnv: "true"}, true), want: "RWO"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := hookModeOf(tc.pod)
-			if (tc.want == "" && got != "") || !strings.Contains(got, tc.want) {
-				t.Errorf("hookModeOf = %q, want it to say %q", got, tc.want)
 			}
 		})
 	}

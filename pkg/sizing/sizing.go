@@ -1,4 +1,4 @@
-package workflowreservation
+package sizing
 
 import (
 	"errors"
@@ -17,35 +17,36 @@ import (
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	configvalidation "github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
-// sizing is the outcome of resolving a runner's workflow size.
-type sizing struct {
+// Sizes is the outcome of resolving a runner's workflow size.
+type Sizes struct {
 	// workflow is the workflow pod's request (plus step headroom), or zero
 	// when no source answered.
-	workflow reservations.Amount
-	source   contract.Source
+	Workflow reservations.Amount
+	Source   contract.Source
 	// problems are the sources that were meant to answer but could not,
 	// in order; each becomes a Warning event on the runner.
-	problems []error
+	Problems []error
 	// notice is a warning about the source that answered (e.g. a hook
 	// template without $job); it becomes a Warning event too.
-	notice string
+	Notice string
 	// step is the headroom for container-step pods included in workflow
 	// (one pod included), zero for none; stepSource says where it came from.
-	step       reservations.Amount
-	stepSource contract.Source
+	Step       reservations.Amount
+	StepSource contract.Source
 	// ports are the host ports the workflow pod will use.
-	ports []contract.HostPort
+	Ports []contract.HostPort
 	// intended is true when some source was configured (even if broken).
-	intended bool
+	Intended bool
 	// notListed is set when the runner's hook template is in a namespace
 	// of hookTemplateNamespaces whose ConfigMaps are not listed yet: the
 	// runner waits rather than being sized by the next source.
-	notListed error
+	NotListed error
 }
 
 // parseResourceList parses "name=quantity[,name=quantity...]".
@@ -86,17 +87,17 @@ func parseResourceList(s string) (v1.ResourceList, error) {
 	return rl, nil
 }
 
-// hookTemplateRef locates the runner's hook template: the env var's path,
+// HookTemplateRef locates the runner's hook template: the env var's path,
 // resolved through the container's volume mounts to a ConfigMap key.
-type hookTemplateRef struct {
-	path      string
-	configMap string
-	key       string
+type HookTemplateRef struct {
+	Path      string
+	ConfigMap string
+	Key       string
 }
 
-// findHookTemplate returns the runner's hook template reference, nil when the
+// FindHookTemplate returns the runner's hook template reference, nil when the
 // runner names no template, or an error when the path is not on a ConfigMap.
-func findHookTemplate(pod *v1.Pod) (*hookTemplateRef, error) {
+func FindHookTemplate(pod *v1.Pod) (*HookTemplateRef, error) {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		var file string
@@ -129,7 +130,7 @@ func findHookTemplate(pod *v1.Pod) (*hookTemplateRef, error) {
 					key = item.Key
 				}
 			}
-			return &hookTemplateRef{path: file, configMap: vol.ConfigMap.Name, key: key}, nil
+			return &HookTemplateRef{Path: file, ConfigMap: vol.ConfigMap.Name, Key: key}, nil
 		}
 		return nil, fmt.Errorf("hook template %s is not on any volume mount of container %q", file, c.Name)
 	}
@@ -211,8 +212,8 @@ func podRequests(pod *v1.Pod) (v1.ResourceList, error) {
 	return rl, nil
 }
 
-// sizer resolves a runner's workflow size from its sources.
-type sizer struct {
+// Sizer resolves a runner's workflow size from its sources.
+type Sizer struct {
 	// templates caches parsed hook templates by ConfigMap, resource
 	// version and key: every runner of a scale set mounts the same one and
 	// every scheduling attempt reads it.
@@ -225,12 +226,34 @@ type sizer struct {
 	defaultPorts     []contract.HostPort
 }
 
-// size resolves the workflow pod's size: annotation, then hook template,
+// NewSizer returns the sizer that args configure; the hook templates are
+// read through the lister setConfigMaps gives it (none: no template sizes a
+// runner).
+func NewSizer(args *config.WorkflowReservationArgs) (*Sizer, error) {
+	s := &Sizer{defaultWorkflow: args.DefaultWorkflowRequests, defaultStep: args.DefaultStepRequests, stepFromTemplate: args.StepRequestsFromHookTemplate}
+	for _, p := range args.DefaultHostPorts {
+		hp, err := contract.ParseHostPort(p)
+		if err != nil {
+			return nil, fmt.Errorf("defaultHostPorts: %w", err)
+		}
+		s.defaultPorts = append(s.defaultPorts, hp)
+	}
+	return s, nil
+}
+
+// SetConfigMaps sets the lister hook templates are read through. It is
+// set once, before the first scheduling cycle.
+func (s *Sizer) SetConfigMaps(l corelisters.ConfigMapLister) { s.configMaps = l }
+
+// ConfigMaps returns the lister hook templates are read through.
+func (s *Sizer) ConfigMaps() corelisters.ConfigMapLister { return s.configMaps }
+
+// Size resolves the workflow pod's size: annotation, then hook template,
 // then the default; a broken source is recorded and the next one tried.
 // Step headroom (annotation, else default) is added on top, and the host
 // ports to hold (annotation, else default) are read.
-func (s *sizer) size(pod *v1.Pod) sizing {
-	var out sizing
+func (s *Sizer) Size(pod *v1.Pod) Sizes {
+	var out Sizes
 	var workflow v1.ResourceList
 	// The hook template, read once: nil until asked for, then its
 	// parse, or the error, or found=false when the runner names none.
@@ -240,50 +263,50 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 	template := func() (*parsedTemplate, bool, error) {
 		if !tmplRead {
 			tmplRead = true
-			tmpl, tmplFound, out.notice, tmplErr = s.fromHookTemplate(pod)
+			tmpl, tmplFound, out.Notice, tmplErr = s.fromHookTemplate(pod)
 			if errors.As(tmplErr, new(notListedError)) {
-				out.notListed = tmplErr
+				out.NotListed = tmplErr
 			}
 		}
 		return tmpl, tmplFound, tmplErr
 	}
 
 	if v, ok := pod.Annotations[contract.WorkflowRequestsAnnotation]; ok {
-		out.intended = true
+		out.Intended = true
 		rl, err := parseResourceList(v)
 		switch {
 		case err != nil:
-			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", contract.WorkflowRequestsAnnotation, v, err))
+			out.Problems = append(out.Problems, fmt.Errorf("annotation %s=%q: %w", contract.WorkflowRequestsAnnotation, v, err))
 		case reservations.AmountFromList(rl).IsZero():
-			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q asks for no resources", contract.WorkflowRequestsAnnotation, v))
+			out.Problems = append(out.Problems, fmt.Errorf("annotation %s=%q asks for no resources", contract.WorkflowRequestsAnnotation, v))
 		default:
-			workflow, out.source = rl, contract.SourceAnnotation
+			workflow, out.Source = rl, contract.SourceAnnotation
 		}
 	}
 	if workflow == nil {
 		t, tried, err := template()
-		out.intended = out.intended || tried
+		out.Intended = out.Intended || tried
 		switch {
-		case out.notListed != nil:
+		case out.NotListed != nil:
 			return out
 		case err != nil:
-			out.problems = append(out.problems, err)
+			out.Problems = append(out.Problems, err)
 		case tried:
-			workflow, out.source = t.workflow, contract.SourceHookTemplate
+			workflow, out.Source = t.workflow, contract.SourceHookTemplate
 		}
 	}
 	if workflow == nil && len(s.defaultWorkflow) > 0 {
-		out.intended = true
-		workflow, out.source = s.defaultWorkflow, contract.SourceDefault
+		out.Intended = true
+		workflow, out.Source = s.defaultWorkflow, contract.SourceDefault
 	}
 	if workflow == nil {
 		return out
 	}
-	if out.source != contract.SourceHookTemplate {
-		out.notice = ""
+	if out.Source != contract.SourceHookTemplate {
+		out.Notice = ""
 	}
-	out.workflow = reservations.AmountFromList(workflow)
-	out.workflow.Pods = 1
+	out.Workflow = reservations.AmountFromList(workflow)
+	out.Workflow.Pods = 1
 
 	step, stepSource := s.defaultStep, contract.SourceDefault
 	if len(step) == 0 && s.stepFromTemplate {
@@ -296,14 +319,14 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 			t, found, err := template()
 			switch {
 			case err != nil:
-				out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", contract.StepRequestsAnnotation, v, err))
+				out.Problems = append(out.Problems, fmt.Errorf("annotation %s=%q: %w", contract.StepRequestsAnnotation, v, err))
 			case !found:
-				out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: the runner names no hook template (%s)", contract.StepRequestsAnnotation, v, contract.HookTemplateEnv))
+				out.Problems = append(out.Problems, fmt.Errorf("annotation %s=%q: the runner names no hook template (%s)", contract.StepRequestsAnnotation, v, contract.HookTemplateEnv))
 			default:
 				step, stepSource = t.step, contract.SourceHookTemplate
 			}
 		} else if rl, err := parseResourceList(v); err != nil {
-			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", contract.StepRequestsAnnotation, v, err))
+			out.Problems = append(out.Problems, fmt.Errorf("annotation %s=%q: %w", contract.StepRequestsAnnotation, v, err))
 		} else {
 			step, stepSource = rl, contract.SourceAnnotation
 		}
@@ -311,17 +334,17 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 	if extra := reservations.AmountFromList(step); !extra.IsZero() {
 		// A step pod is a pod too.
 		extra.Pods = 1
-		out.step, out.stepSource = extra, stepSource
-		out.workflow = out.workflow.Add(extra)
+		out.Step, out.StepSource = extra, stepSource
+		out.Workflow = out.Workflow.Add(extra)
 	}
 
-	out.ports = s.defaultPorts
+	out.Ports = s.defaultPorts
 	if v, ok := pod.Annotations[contract.HostPortsAnnotation]; ok {
 		ports, err := parseHostPorts(v)
 		if err != nil {
-			out.problems = append(out.problems, fmt.Errorf("annotation %s=%q: %w", contract.HostPortsAnnotation, v, err))
+			out.Problems = append(out.Problems, fmt.Errorf("annotation %s=%q: %w", contract.HostPortsAnnotation, v, err))
 		} else {
-			out.ports = ports
+			out.Ports = ports
 		}
 	}
 	return out
@@ -330,8 +353,8 @@ func (s *sizer) size(pod *v1.Pod) sizing {
 // fromHookTemplate reads the runner's hook template. found reports whether
 // the runner names one at all; notice warns about a template that answers
 // but without a $job container.
-func (s *sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, notice string, err error) {
-	ref, err := findHookTemplate(pod)
+func (s *Sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, notice string, err error) {
+	ref, err := FindHookTemplate(pod)
 	if err != nil {
 		return nil, true, "", err
 	}
@@ -339,24 +362,24 @@ func (s *sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, no
 		return nil, false, "", nil
 	}
 	if s.configMaps == nil {
-		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap lookups are not available", ref.path)
+		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap lookups are not available", ref.Path)
 	}
-	if !s.listed(pod.Namespace) {
+	if !s.Listed(pod.Namespace) {
 		return nil, true, "", notListedError{namespace: pod.Namespace}
 	}
-	cm, err := s.configMaps.ConfigMaps(pod.Namespace).Get(ref.configMap)
+	cm, err := s.configMaps.ConfigMaps(pod.Namespace).Get(ref.ConfigMap)
 	if apierrors.IsNotFound(err) {
-		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap %s/%s not found", ref.path, pod.Namespace, ref.configMap)
+		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap %s/%s not found", ref.Path, pod.Namespace, ref.ConfigMap)
 	}
 	if err != nil {
-		return nil, true, "", fmt.Errorf("hook template %s: %w", ref.path, err)
+		return nil, true, "", fmt.Errorf("hook template %s: %w", ref.Path, err)
 	}
-	data, ok := cm.Data[ref.key]
+	data, ok := cm.Data[ref.Key]
 	if !ok {
-		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap %s/%s has no key %q", ref.path, pod.Namespace, ref.configMap, ref.key)
+		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap %s/%s has no key %q", ref.Path, pod.Namespace, ref.ConfigMap, ref.Key)
 	}
-	where := fmt.Sprintf("hook template %s (ConfigMap %s/%s key %q)", ref.path, pod.Namespace, ref.configMap, ref.key)
-	t, err = s.templates.parse(templateKey{uid: cm.UID, resourceVersion: cm.ResourceVersion, key: ref.key}, data)
+	where := fmt.Sprintf("hook template %s (ConfigMap %s/%s key %q)", ref.Path, pod.Namespace, ref.ConfigMap, ref.Key)
+	t, err = s.templates.parse(templateKey{uid: cm.UID, resourceVersion: cm.ResourceVersion, key: ref.Key}, data)
 	if err != nil {
 		return nil, true, "", fmt.Errorf("%s: %w", where, err)
 	}
@@ -429,9 +452,9 @@ func (c *templateCache) parse(k templateKey, data string) (*parsedTemplate, erro
 	return t, err
 }
 
-// listed reports whether namespace's hook templates can be read: false
+// Listed reports whether namespace's hook templates can be read: false
 // only while a namespace of hookTemplateNamespaces is not listed yet.
-func (s *sizer) listed(namespace string) bool {
-	l, ok := s.configMaps.(namespacedConfigMaps)
-	return !ok || l.listed(namespace)
+func (s *Sizer) Listed(namespace string) bool {
+	l, ok := s.configMaps.(NamespacedConfigMaps)
+	return !ok || l.Listed(namespace)
 }

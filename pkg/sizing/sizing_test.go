@@ -1,4 +1,4 @@
-package workflowreservation
+package sizing
 
 import (
 	"strings"
@@ -6,12 +6,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
+	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
 )
 
 func TestParseResourceList(t *testing.T) {
@@ -55,29 +57,6 @@ func TestParseResourceList(t *testing.T) {
 	}
 }
 
-const hookTemplate = `
-metadata:
-  labels:
-    team: ci
-spec:
-  initContainers:
-  - name: fetch
-    image: busybox
-    resources:
-      requests: {cpu: "3", memory: 128Mi}
-  containers:
-  - name: $job
-    resources:
-      requests: {cpu: "1", memory: 2Gi}
-  - name: $redis
-    resources:
-      requests: {cpu: 500m, memory: 512Mi}
-  - name: sidecar
-    image: envoy
-    resources:
-      requests: {cpu: 250m, memory: 256Mi}
-`
-
 func TestHookTemplateRequests(t *testing.T) {
 	tests := map[string]struct {
 		data    string
@@ -85,7 +64,7 @@ func TestHookTemplateRequests(t *testing.T) {
 		wantErr bool
 	}{
 		"job, service and sidecar summed, init container is the max for cpu": {
-			data: hookTemplate,
+			data: sizingtest.HookTemplate,
 			want: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: resource.MustParse("2816Mi")},
 		},
 		"overhead added": {
@@ -123,20 +102,6 @@ func equalLists(a, b v1.ResourceList) bool {
 	return true
 }
 
-// withHookTemplate mounts ConfigMap cm at /home/runner/pod-templates and
-// points the runner container's env at file.
-func withHookTemplate(pod *v1.Pod, cm, file string) *v1.Pod {
-	pod.Spec.Containers = []v1.Container{{
-		Name:         "runner",
-		Env:          []v1.EnvVar{{Name: contract.HookTemplateEnv, Value: file}},
-		VolumeMounts: []v1.VolumeMount{{Name: "hook-template", MountPath: "/home/runner/pod-templates", ReadOnly: true}},
-	}}
-	pod.Spec.Volumes = []v1.Volume{{Name: "hook-template", VolumeSource: v1.VolumeSource{
-		ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: cm}},
-	}}}
-	return pod
-}
-
 func TestFindHookTemplate(t *testing.T) {
 	subPath := runnerPod("r").Obj()
 	subPath.Spec.Containers = []v1.Container{{
@@ -147,26 +112,26 @@ func TestFindHookTemplate(t *testing.T) {
 	subPath.Spec.Volumes = []v1.Volume{{Name: "tmpl", VolumeSource: v1.VolumeSource{
 		ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "hooks"}},
 	}}}
-	items := withHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/renamed.yaml")
+	items := sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/renamed.yaml")
 	items.Spec.Volumes[0].ConfigMap.Items = []v1.KeyToPath{{Key: "default.yaml", Path: "renamed.yaml"}}
-	emptyDir := withHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
+	emptyDir := sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
 	emptyDir.Spec.Volumes[0].VolumeSource = v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}
 
 	tests := map[string]struct {
 		pod     *v1.Pod
-		want    *hookTemplateRef
+		want    *HookTemplateRef
 		wantErr string
 	}{
 		"no env":      {pod: runnerPod("r").Obj()},
-		"file in dir": {pod: withHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"), want: &hookTemplateRef{path: "/home/runner/pod-templates/default.yaml", configMap: "hooks", key: "default.yaml"}},
-		"subPath":     {pod: subPath, want: &hookTemplateRef{path: "/etc/hook/job.yaml", configMap: "hooks", key: "content"}},
-		"items remap": {pod: items, want: &hookTemplateRef{path: "/home/runner/pod-templates/renamed.yaml", configMap: "hooks", key: "default.yaml"}},
-		"not mounted": {pod: withHookTemplate(runnerPod("r").Obj(), "hooks", "/elsewhere/t.yaml"), wantErr: "not on any volume mount"},
+		"file in dir": {pod: sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"), want: &HookTemplateRef{Path: "/home/runner/pod-templates/default.yaml", ConfigMap: "hooks", Key: "default.yaml"}},
+		"subPath":     {pod: subPath, want: &HookTemplateRef{Path: "/etc/hook/job.yaml", ConfigMap: "hooks", Key: "content"}},
+		"items remap": {pod: items, want: &HookTemplateRef{Path: "/home/runner/pod-templates/renamed.yaml", ConfigMap: "hooks", Key: "default.yaml"}},
+		"not mounted": {pod: sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/elsewhere/t.yaml"), wantErr: "not on any volume mount"},
 		"emptyDir":    {pod: emptyDir, wantErr: "not a ConfigMap volume"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := findHookTemplate(tc.pod)
+			got, err := FindHookTemplate(tc.pod)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
@@ -176,28 +141,20 @@ func TestFindHookTemplate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(hookTemplateRef{})); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(HookTemplateRef{})); diff != "" {
 				t.Errorf("findHookTemplate (-want,+got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func configMapLister(cms ...*v1.ConfigMap) corelisters.ConfigMapLister {
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, cm := range cms {
-		_ = idx.Add(cm)
-	}
-	return corelisters.NewConfigMapLister(idx)
-}
-
 func TestSize(t *testing.T) {
 	hooks := &v1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "arc", Name: "hooks"},
-		Data:       map[string]string{"default.yaml": hookTemplate, "broken.yaml": "spec: ["},
+		Data:       map[string]string{"default.yaml": sizingtest.HookTemplate, "broken.yaml": "spec: ["},
 	}
 	templated := func(file string) *v1.Pod {
-		return withHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/"+file)
+		return sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/"+file)
 	}
 	tests := map[string]struct {
 		pod            *v1.Pod
@@ -215,7 +172,7 @@ func TestSize(t *testing.T) {
 		wantPorts        string
 	}{
 		"annotation wins over template and default": {
-			pod:        withHookTemplate(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
+			pod:        sizingtest.WithHookTemplate(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
 			defaultWF:  v1.ResourceList{v1.ResourceCPU: resource.MustParse("7")},
 			want:       "cpu=2",
 			wantSource: contract.SourceAnnotation,
@@ -226,7 +183,7 @@ func TestSize(t *testing.T) {
 			wantSource: contract.SourceHookTemplate,
 		},
 		"malformed annotation falls through to the template": {
-			pod:          withHookTemplate(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=lots").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
+			pod:          sizingtest.WithHookTemplate(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=lots").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
 			want:         "cpu=3,memory=2816Mi",
 			wantSource:   contract.SourceHookTemplate,
 			wantProblems: []string{`invalid quantity "lots"`},
@@ -243,7 +200,7 @@ func TestSize(t *testing.T) {
 			wantProblems: []string{"cannot parse"},
 		},
 		"missing ConfigMap": {
-			pod:          withHookTemplate(runnerPod("r").Obj(), "gone", "/home/runner/pod-templates/default.yaml"),
+			pod:          sizingtest.WithHookTemplate(runnerPod("r").Obj(), "gone", "/home/runner/pod-templates/default.yaml"),
 			wantProblems: []string{"ConfigMap arc/gone not found"},
 		},
 		"nothing configured": {pod: runnerPod("r").Obj(), wantUnintended: true},
@@ -254,7 +211,7 @@ func TestSize(t *testing.T) {
 			wantSource:  contract.SourceAnnotation,
 		},
 		"step headroom from the hook template, by annotation": {
-			pod:            withHookTemplate(runnerPod("r").Annotation(contract.StepRequestsAnnotation, "template").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
+			pod:            sizingtest.WithHookTemplate(runnerPod("r").Annotation(contract.StepRequestsAnnotation, "template").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
 			want:           "cpu=6,memory=5Gi",
 			wantSource:     contract.SourceHookTemplate,
 			wantStep:       "cpu=3,memory=2304Mi",
@@ -304,40 +261,40 @@ func TestSize(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := &sizer{configMaps: configMapLister(hooks), defaultWorkflow: tc.defaultWF, defaultStep: tc.defaultStep,
+			s := &Sizer{configMaps: sizingtest.ConfigMapLister(hooks), defaultWorkflow: tc.defaultWF, defaultStep: tc.defaultStep,
 				stepFromTemplate: tc.stepFromTemplate, defaultPorts: tc.defaultPorts}
-			got := s.size(tc.pod)
-			if got.intended == tc.wantUnintended {
-				t.Errorf("intended = %v, want %v", got.intended, !tc.wantUnintended)
+			got := s.Size(tc.pod)
+			if got.Intended == tc.wantUnintended {
+				t.Errorf("intended = %v, want %v", got.Intended, !tc.wantUnintended)
 			}
 			if tc.want == "" {
-				if !got.workflow.IsZero() {
-					t.Errorf("workflow = %s, want none", got.workflow)
+				if !got.Workflow.IsZero() {
+					t.Errorf("workflow = %s, want none", got.Workflow)
 				}
 			} else {
-				if got.workflow.String() != tc.want || got.source != tc.wantSource {
-					t.Errorf("size = %s from %q, want %s from %q", got.workflow, got.source, tc.want, tc.wantSource)
+				if got.Workflow.String() != tc.want || got.Source != tc.wantSource {
+					t.Errorf("size = %s from %q, want %s from %q", got.Workflow, got.Source, tc.want, tc.wantSource)
 				}
 				wantPods := int64(1)
-				if !got.step.IsZero() {
+				if !got.Step.IsZero() {
 					wantPods = 2 // a step pod is a pod too
 				}
-				if got.workflow.Pods != wantPods {
-					t.Errorf("workflow pods = %d, want %d", got.workflow.Pods, wantPods)
+				if got.Workflow.Pods != wantPods {
+					t.Errorf("workflow pods = %d, want %d", got.Workflow.Pods, wantPods)
 				}
-				if tc.wantStep != "" && (got.step.String() != tc.wantStep || got.stepSource != tc.wantStepSource) {
-					t.Errorf("step = %s from %q, want %s from %q", got.step, got.stepSource, tc.wantStep, tc.wantStepSource)
+				if tc.wantStep != "" && (got.Step.String() != tc.wantStep || got.StepSource != tc.wantStepSource) {
+					t.Errorf("step = %s from %q, want %s from %q", got.Step, got.StepSource, tc.wantStep, tc.wantStepSource)
 				}
-				if strings.Join(portStrings(got.ports), ",") != tc.wantPorts {
-					t.Errorf("ports = %v, want %q", got.ports, tc.wantPorts)
+				if strings.Join(portStrings(got.Ports), ",") != tc.wantPorts {
+					t.Errorf("ports = %v, want %q", got.Ports, tc.wantPorts)
 				}
 			}
-			if len(got.problems) != len(tc.wantProblems) {
-				t.Fatalf("problems = %v, want %d matching %v", got.problems, len(tc.wantProblems), tc.wantProblems)
+			if len(got.Problems) != len(tc.wantProblems) {
+				t.Fatalf("problems = %v, want %d matching %v", got.Problems, len(tc.wantProblems), tc.wantProblems)
 			}
 			for i, p := range tc.wantProblems {
-				if !strings.Contains(got.problems[i].Error(), p) {
-					t.Errorf("problem %d = %v, want it to contain %q", i, got.problems[i], p)
+				if !strings.Contains(got.Problems[i].Error(), p) {
+					t.Errorf("problem %d = %v, want it to contain %q", i, got.Problems[i], p)
 				}
 			}
 		})
@@ -356,7 +313,7 @@ func portStrings(ports []contract.HostPort) []string {
 func TestHookTemplateCache(t *testing.T) {
 	var c templateCache
 	k := templateKey{uid: "cm", resourceVersion: "1", key: "default.yaml"}
-	first, err := c.parse(k, hookTemplate)
+	first, err := c.parse(k, sizingtest.HookTemplate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +325,145 @@ func TestHookTemplateCache(t *testing.T) {
 	if _, err := c.parse(k, "spec: ["); err == nil {
 		t.Error("a new ConfigMap version was not parsed")
 	}
-	if _, err := c.parse(k, hookTemplate); err == nil {
+	if _, err := c.parse(k, sizingtest.HookTemplate); err == nil {
 		t.Error("a cached error was not kept for its version")
 	}
+}
+
+// Defect 4: a $job with only limits gets requests = limits when the pod is
+// created (apiserver defaulting); the reservation must count them.
+func TestHookTemplateLimitsOnly(t *testing.T) {
+	got, err := hookTemplateRequests(`
+spec:
+  containers:
+  - name: $job
+    resources:
+      limits: {cpu: "2", memory: 1Gi}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cpu().Cmp(resource.MustParse("2")) != 0 || got.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("requests = %v, want cpu=2 memory=1Gi (requests default to limits)", contract.FormatResources(got))
+	}
+}
+
+// Defect 4: a source that answers "nothing" is a problem, not an answer:
+// the runner would be placed as if it had no workflow pod.
+func TestZeroSizeIsNotAnAnswer(t *testing.T) {
+	cm := &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "arc", Name: "hooks"},
+		Data:       map[string]string{"empty.yaml": "spec:\n  containers:\n  - name: $job\n    image: node\n"},
+	}
+	fallback := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
+	for name, pod := range map[string]*v1.Pod{
+		"hook template without resources": sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/empty.yaml"),
+		"annotation of zeros":             runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=0,memory=0").Obj(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := &Sizer{configMaps: sizingtest.ConfigMapLister(cm), defaultWorkflow: fallback}
+			got := s.Size(pod)
+			if got.Source != contract.SourceDefault || got.Workflow.String() != "cpu=1" {
+				t.Errorf("size = %s from %q, want cpu=1 from the default", got.Workflow, got.Source)
+			}
+			if len(got.Problems) != 1 {
+				t.Errorf("problems = %v, want one saying the source asks for nothing", got.Problems)
+			}
+		})
+	}
+}
+
+func TestHookModeOf(t *testing.T) {
+	runner := func(env map[string]string, work bool) *v1.Pod {
+		pod := runnerPod("r").Obj()
+		c := v1.Container{Name: "runner"}
+		for k, v := range env {
+			c.Env = append(c.Env, v1.EnvVar{Name: k, Value: v})
+		}
+		pod.Spec.Containers = []v1.Container{c}
+		if work {
+			pod.Spec.Volumes = []v1.Volume{{Name: "work", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}}}
+		}
+		return pod
+	}
+	tests := map[string]struct {
+		pod  *v1.Pod
+		want string
+	}{
+		"not a kubernetes-mode runner": {pod: runner(nil, false), want: ""},
+		"kubernetes":                   {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s/index.js"}, true), want: "pinned with nodeName"},
+		"kubernetes, kube-scheduler":   {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s/index.js", contract.UseKubeSchedulerEnv: "true"}, true), want: "required hostname affinity"},
+		"kubernetes-novolume":          {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s-novolume/index.js"}, false), want: "not pinned"},
+		"next hook, RWO":               {pod: runner(map[string]string{contract.HooksEnv: "/home/runner/k8s/index.js", contract.HookRWOEnv: "true"}, true), want: "RWO"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := HookMode(tc.pod)
+			if (tc.want == "" && got != "") || !strings.Contains(got, tc.want) {
+				t.Errorf("hookModeOf = %q, want it to say %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParseResourceList(f *testing.F) {
+	for _, s := range []string{"cpu=2,memory=4Gi", " cpu=500m , nvidia.com/gpu=1 ", "cpu=", "memory=-1Gi", "cpu=1,cpu=2", ",,", "hugepages-2Mi=4Mi", "cpu=1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rl, err := parseResourceList(s)
+		if err != nil {
+			return
+		}
+		if len(rl) == 0 {
+			t.Fatalf("parseResourceList(%q) accepted an empty list", s)
+		}
+		for name, q := range rl {
+			if q.Sign() < 0 {
+				t.Fatalf("parseResourceList(%q) accepted negative %s=%s", s, name, q.String())
+			}
+		}
+		// What it prints, it reads back (the events and messages show it).
+		again, err := parseResourceList(contract.FormatResources(rl))
+		if err != nil {
+			t.Fatalf("parseResourceList(%q) = %v, but its formatting %q does not parse: %v", s, rl, contract.FormatResources(rl), err)
+		}
+		if !equality.Semantic.DeepEqual(rl, again) {
+			t.Fatalf("parseResourceList(%q) = %v, read back as %v", s, rl, again)
+		}
+	})
+}
+
+func FuzzHookTemplate(f *testing.F) {
+	for _, s := range []string{
+		sizingtest.HookTemplate,
+		"spec:\n  containers:\n  - name: $job\n    resources:\n      limits: {cpu: \"2\"}\n",
+		"spec:\n  containers:\n  - name: $job\n    resources:\n      requests: {cpu: \"-2\"}\n",
+		"spec: [", "- a\n- b\n", "kind: Deployment\n", "",
+		"spec:\n  overhead: {cpu: 100m}\n  initContainers:\n  - name: i\n    resources:\n      requests: {memory: 1Gi}\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		tmpl, err := parseHookTemplate(data)
+		if err != nil {
+			return
+		}
+		for _, rl := range []v1.ResourceList{tmpl.workflow, tmpl.step} {
+			for name, q := range rl {
+				if q.Sign() < 0 {
+					t.Fatalf("template %q accepted with negative %s=%s", data, name, q.String())
+				}
+			}
+		}
+		// A step pod is the workflow pod without its services: never larger.
+		w, st := reservations.AmountFromList(tmpl.workflow), reservations.AmountFromList(tmpl.step)
+		if st.Sub(w).AtLeastZero().MilliCPU > 0 || st.Sub(w).AtLeastZero().Memory > 0 {
+			t.Fatalf("template %q: step pod %s larger than the workflow pod %s", data, st, w)
+		}
+	})
+}
+
+func runnerPod(name string) *st.PodWrapper {
+	return st.MakePod().Namespace("arc").Name(name).UID(name).Label("actions-ephemeral-runner", "True")
 }

@@ -1,4 +1,4 @@
-package workflowreservation
+package sizing
 
 import (
 	"strings"
@@ -8,10 +8,10 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
-// hookModeOf says, for the runner's events, how its hook will place the
+// HookMode says, for the runner's events, how its hook will place the
 // workflow pod, as far as the runner pod shows it: the hook it runs, its
 // env, and whether it has the `work` volume the pinned modes share.
-func hookModeOf(pod *v1.Pod) string {
+func HookMode(pod *v1.Pod) string {
 	env := map[string]string{}
 	for _, c := range pod.Spec.Containers {
 		for _, e := range c.Env {
