@@ -67,7 +67,7 @@ func (pl *WorkflowReservation) activateWhenListed(ctx context.Context, logger kl
 	if !cache.WaitForCacheSync(ctx.Done(), synced) {
 		return
 	}
-	pods := pl.sh.waiting.matching(func(pod *v1.Pod, _ time.Time) bool {
+	pods := pl.sh.waiting.Matching(func(pod *v1.Pod, _ time.Time) bool {
 		ref, err := sizing.FindHookTemplate(pod)
 		return err == nil && ref != nil && pod.Namespace == namespace
 	})

@@ -128,7 +128,7 @@ func TestHookTemplateNamespaceNotListed(t *testing.T) {
 	if status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), "ConfigMaps of namespace arc (hookTemplateNamespaces) are not listed yet") {
 		t.Errorf("runner: status %v, want Unschedulable saying its namespace is not listed yet", status)
 	}
-	if got := pl.sh.waiting.matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID }); len(got) != 1 {
+	if got := pl.sh.waiting.Matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID }); len(got) != 1 {
 		t.Error("the runner does not wait for its namespace's ConfigMaps")
 	}
 	if got := heldReservations(pl); len(got) != 0 {
@@ -210,7 +210,7 @@ func TestNotListedRunnerListedDuringCycle(t *testing.T) {
 	cms := pl.sizer.ConfigMaps().(sizing.NamespacedConfigMaps)
 	// Listed right after the runner waited.
 	pl.sizer.SetConfigMaps(cms.WithSynced(map[string]cache.InformerSynced{"arc2": func() bool {
-		return len(pl.sh.waiting.matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID })) > 0
+		return len(pl.sh.waiting.Matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID })) > 0
 	}}))
 
 	if _, status := pl.PreFilter(ctx, framework.NewCycleState(), runner, nil); status.Code() != fwk.Unschedulable {
@@ -224,7 +224,7 @@ func TestNotListedRunnerListedDuringCycle(t *testing.T) {
 	turnedAway := st.MakePod().Namespace("arc2").Name("p").UID("p").Obj()
 	elsewhere := templatedRunner("x", "elsewhere")
 	for _, p := range []*v1.Pod{second, turnedAway, elsewhere} {
-		pl.sh.waiting.add(p)
+		pl.sh.waiting.Add(p)
 	}
 	pl.activateWhenListed(ctx, klogger(t), "arc2", func() bool { return true })
 	got := h.activatedPods()[1:]

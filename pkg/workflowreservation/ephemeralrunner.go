@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
@@ -101,7 +102,7 @@ func (pl *WorkflowReservation) onEphemeralRunner(logger klog.Logger, obj any) {
 func (pl *WorkflowReservation) releaseWithoutWorkflowPod(logger klog.Logger, key types.NamespacedName, uid types.UID) {
 	if r, ok := pl.store.Get(key); ok {
 		for _, wf := range pl.workflowPods(key) {
-			if !isTerminal(wf) && r.Owns(wf) {
+			if !controllers.IsTerminal(wf) && r.Owns(wf) {
 				logger.V(4).Info("Runner's workflow pod exists; keeping its reservation past the grace", "runner", key, "pod", klog.KObj(wf))
 				return
 			}

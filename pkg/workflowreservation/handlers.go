@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
@@ -29,7 +30,7 @@ const workflowPodIndex = "tandem.dev/runner-pod"
 func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool, error) {
 	informers := pl.handle.SharedInformerFactory()
 	podInformer := informers.Core().V1().Pods().Informer()
-	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: pl.indexWorkflowPod, pairPodIndex: indexPairPod, placeholderIndex: indexPlaceholder}); err != nil {
+	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: pl.indexWorkflowPod, controllers.PairPodIndex: controllers.IndexPairPod, controllers.PlaceholderIndex: controllers.IndexPlaceholder}); err != nil {
 		return nil, fmt.Errorf("indexing workflow pods: %w", err)
 	}
 	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -122,23 +123,19 @@ func (pl *WorkflowReservation) workflowPodUIDs(runner types.NamespacedName) []ty
 	return out
 }
 
-func isTerminal(pod *v1.Pod) bool {
-	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
-}
-
 func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		return
 	}
-	if isTerminal(pod) {
+	if controllers.IsTerminal(pod) {
 		// The scheduler's informer drops terminal pods (a delete); other
 		// informers deliver them as updates.
 		pl.onPodGone(logger, pod, true)
 		return
 	}
 	if contract.IsPlaceholder(pod) {
-		pl.sh.holds.observed(pod)
+		pl.sh.holds.Observed(pod)
 		return
 	}
 	if runner, ok := pl.runnerOf(pod); ok {
@@ -146,22 +143,22 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 		pl.checkPlaceholder(runner)
 	}
 	if pod.Spec.NodeName == "" {
-		pl.sh.pairs.observed(pod)
+		pl.sh.pairs.Observed(pod)
 		if pl.isRunner(pod) {
 			pl.sh.setNominated(pod.UID, pod.Status.NominatedNodeName != "")
 		}
 		return
 	}
 	pl.sh.setNominated(pod.UID, false)
-	pl.sh.waiting.remove(pod.UID)
+	pl.sh.waiting.Remove(pod.UID)
 	if pl.trusted(pod) {
-		pl.sh.pairs.check(pod) // bound: its pair pod goes
+		pl.sh.pairs.Check(pod) // bound: its pair pod goes
 	}
 	if _, ok := pod.Annotations[contract.ReservationAnnotation]; ok {
 		pl.observeRunner(logger, pod)
 	}
 	if pl.trusted(pod) {
-		pl.sh.holds.check(pod.Namespace, pod.Name, pod.UID) // bound: its placeholder comes
+		pl.sh.holds.Check(pod.Namespace, pod.Name, pod.UID) // bound: its placeholder comes
 	}
 	if runner, ok := pl.runnerOf(pod); ok {
 		pl.observeWorkflow(logger, pod, runner)
@@ -195,7 +192,7 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	}
 	if err != nil {
 		logger.Error(err, "Cannot rebuild the reservation of a runner", "pod", klog.KObj(pod))
-		pl.event(pod, v1.EventTypeWarning, contract.ReasonInvalidReservation, "Rebuild", truncate(err.Error()))
+		pl.event(pod, v1.EventTypeWarning, contract.ReasonInvalidReservation, "Rebuild", controllers.Truncate(err.Error()))
 		return
 	}
 	pl.store.Rebuild(r)
@@ -204,7 +201,7 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	// Informers deliver existing pods in any order: the workflow pod may
 	// have been seen before its runner.
 	for _, wf := range pl.workflowPods(key) {
-		if wf.Spec.NodeName != "" && !isTerminal(wf) {
+		if wf.Spec.NodeName != "" && !controllers.IsTerminal(wf) {
 			pl.observeWorkflow(logger, wf, key)
 		}
 	}
@@ -248,7 +245,7 @@ func (pl *WorkflowReservation) onPodDelete(logger klog.Logger, obj any) {
 		obj = d.Obj
 	}
 	if pod, ok := obj.(*v1.Pod); ok {
-		pl.onPodGone(logger, pod, isTerminal(pod))
+		pl.onPodGone(logger, pod, controllers.IsTerminal(pod))
 	}
 }
 
@@ -256,15 +253,15 @@ func (pl *WorkflowReservation) onPodDelete(logger klog.Logger, obj any) {
 // used up when its workflow pod goes. finished says the pod ran to its end
 // (terminal) rather than being deleted.
 func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finished bool) {
-	pl.sh.waiting.remove(pod.UID)
+	pl.sh.waiting.Remove(pod.UID)
 	pl.sh.forget(pod.UID)
 	if contract.IsPlaceholder(pod) {
-		pl.sh.holds.gone(pod)
+		pl.sh.holds.Gone(pod)
 		return
 	}
 	if pl.trusted(pod) {
-		pl.sh.pairs.check(pod) // gone: its pair pod goes
-		pl.sh.holds.check(pod.Namespace, pod.Name, pod.UID)
+		pl.sh.pairs.Check(pod) // gone: its pair pod goes
+		pl.sh.holds.Check(pod.Namespace, pod.Name, pod.UID)
 	}
 	if runner, ok := pl.runnerOf(pod); ok {
 		pl.checkPlaceholder(runner)
@@ -303,7 +300,7 @@ func (pl *WorkflowReservation) checkPlaceholder(runner types.NamespacedName) {
 		return
 	}
 	if r, ok := pl.store.Get(runner); ok {
-		pl.sh.holds.check(runner.Namespace, runner.Name, r.RunnerUID)
+		pl.sh.holds.Check(runner.Namespace, runner.Name, r.RunnerUID)
 	}
 }
 
@@ -335,7 +332,7 @@ func (pl *WorkflowReservation) onConfigMap(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
-	pods := pl.sh.waiting.matching(func(pod *v1.Pod, _ time.Time) bool {
+	pods := pl.sh.waiting.Matching(func(pod *v1.Pod, _ time.Time) bool {
 		ref, err := sizing.FindHookTemplate(pod)
 		return err == nil && ref != nil && pod.Namespace == cm.Namespace && ref.ConfigMap == cm.Name
 	})
@@ -365,7 +362,7 @@ func (pl *WorkflowReservation) routineEvent(pod *v1.Pod, reason, action string, 
 		owner = pl
 	}
 	if owner.reservationEvents {
-		pl.event(pod, v1.EventTypeNormal, reason, action, truncate(note()))
+		pl.event(pod, v1.EventTypeNormal, reason, action, controllers.Truncate(note()))
 	}
 }
 

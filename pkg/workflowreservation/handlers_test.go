@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
 )
@@ -278,7 +279,7 @@ func TestReleaseDuringCycleActivates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The release is counted after the store let go of the room.
-	eventually(t, "the deleted runner's reservation is released", func() bool { return pl.sh.waiting.releases() > 0 })
+	eventually(t, "the deleted runner's reservation is released", func() bool { return pl.sh.waiting.Releases() > 0 })
 	if got := h.activatedPods(); len(got) != 0 {
 		t.Fatalf("activated %v before the pod was turned away", got)
 	}
@@ -304,7 +305,7 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 	logger := klogger(t)
 	pl, h := newTestPlugin(t, defaultArgs(), false)
 	fake := clocktesting.NewFakeClock(time.Now())
-	pl.sh.waiting.clock = fake
+	pl.sh.waiting.Clock = fake
 	pl.store.Take(oneUnitReservation("r1"))
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
 	turnAway := func() {
@@ -347,21 +348,21 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 // due: the timer would activate it a second time.
 func TestReleaseAfterBackoffClearsDue(t *testing.T) {
 	fake := clocktesting.NewFakeClock(time.Now())
-	w := &waitingPods{clock: fake}
+	w := &controllers.WaitingPods{Clock: fake}
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Obj()
 	for range 3 {
-		w.add(p) // 4 s
+		w.Add(p) // 4 s
 	}
 	all := func(*v1.Pod, time.Time) bool { return true }
 	fake.Step(time.Second)
-	if pods, wait := w.freedRoom(all); len(pods) != 0 || wait != 3*time.Second {
+	if pods, wait := w.FreedRoom(all); len(pods) != 0 || wait != 3*time.Second {
 		t.Fatalf("freedRoom 1 s after = %v, %v; want none now, due in 3s", pods, wait)
 	}
 	fake.Step(3 * time.Second) // the timer is late
-	if pods, _ := w.freedRoom(all); len(pods) != 1 {
+	if pods, _ := w.FreedRoom(all); len(pods) != 1 {
 		t.Fatalf("freedRoom once the backoff ended = %v, want the pod", pods)
 	}
-	if pods, wait := w.due(); len(pods) != 0 || wait != 0 {
+	if pods, wait := w.Due(); len(pods) != 0 || wait != 0 {
 		t.Errorf("due after the release activated the pod = %v, %v; want nothing", pods, wait)
 	}
 }
@@ -374,7 +375,7 @@ func TestActivationBackoffFromArgs(t *testing.T) {
 	args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds = 1, 1
 	pl, h := newTestPlugin(t, args, false)
 	fake := clocktesting.NewFakeClock(time.Now())
-	pl.sh.waiting.clock = fake
+	pl.sh.waiting.Clock = fake
 	pl.store.Take(oneUnitReservation("r1"))
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
 	for i := range 4 {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 )
 
 // The handover of a placeholder to a workflow pod scheduled by tandem
@@ -103,7 +104,7 @@ func (pl *WorkflowReservation) handover() bool {
 // mayHavePlaceholder says whether the workflow pod's runner may have a
 // placeholder: its profile holds reservations with pods, or one exists.
 func (pl *WorkflowReservation) mayHavePlaceholder(s *preFilterState) bool {
-	if pl.sh.holds.of(s.runner, s.own.RunnerUID) != nil {
+	if pl.sh.holds.Of(s.runner, s.own.RunnerUID) != nil {
 		return true
 	}
 	if pl.pods == nil {
@@ -159,12 +160,12 @@ func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, po
 		return nil, 0
 	}
 	// Before Permit returns: an Unreserve of this cycle comes after it.
-	pl.sh.holds.startYield(s.own.RunnerUID)
+	pl.sh.holds.StartYield(s.own.RunnerUID)
 	logger := klog.FromContext(ctx)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), permitTimeout)
 		defer cancel()
-		hold, err := pl.sh.holds.yield(ctx, s.runner, s.own.RunnerUID)
+		hold, err := pl.sh.holds.Yield(ctx, s.runner, s.own.RunnerUID)
 		// The framework registers the waiting pod once Permit returns.
 		var waiting fwk.WaitingPod
 		_ = wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
@@ -176,7 +177,7 @@ func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, po
 		}
 		if err != nil {
 			logger.Error(err, "Cannot delete the placeholder that holds the workflow pod's room; retrying the pod", "pod", klog.KObj(pod), "runner", s.runner)
-			waiting.Reject(Name, truncate(fmt.Sprintf("cannot delete the placeholder of runner %s: %v", s.runner.Name, err)))
+			waiting.Reject(Name, controllers.Truncate(fmt.Sprintf("cannot delete the placeholder of runner %s: %v", s.runner.Name, err)))
 			return
 		}
 		if hold != nil {

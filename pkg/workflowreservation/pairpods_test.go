@@ -11,13 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
-	fwk "k8s.io/kube-scheduler/framework"
-
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
@@ -129,7 +129,7 @@ func TestNoPairPodWhenRunnerAloneDoesNotFit(t *testing.T) {
 	pl.PreFilter(ctx, cs, runner, nil)
 	// No Filter of this plugin turned it away (another plugin did).
 	pl.PostFilter(ctx, cs, runner, nil)
-	if pl.sh.pairs.wanted(runner.UID) {
+	if pl.sh.pairs.Wanted(runner.UID) {
 		t.Error("a pair pod is wanted for a runner no node turned away for its workflow pod")
 	}
 }
@@ -139,7 +139,7 @@ func TestNoPairPodWhenRunnerAloneDoesNotFit(t *testing.T) {
 func TestReconcilerSweepsLeakedPairPods(t *testing.T) {
 	ctx := context.Background()
 	gone := runnerPod("gone").Obj()
-	leaked := pairPodFor(gone, reservations.PodAmount(gone), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}), nil, defaultPlaceholderImage)
+	leaked := controllers.PairPodFor(gone, reservations.PodAmount(gone), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}), nil, defaultPlaceholderImage)
 	pl, h := newTestPlugin(t, pairArgs(), true, leaked)
 	pl.reconcile(ctx)
 	waitForPod(t, h, leaked.Name, func(p *v1.Pod) bool { return p == nil })
@@ -154,7 +154,7 @@ func TestPairPodsOff(t *testing.T) {
 	pl.PreFilter(ctx, cs, runner, nil)
 	pl.Filter(ctx, cs, runner, nodeInfo(st.MakeNode().Name("n1").Capacity(units("2")).Obj()))
 	pl.PostFilter(ctx, cs, runner, nil)
-	if pl.sh.pairs.wanted(runner.UID) {
+	if pl.sh.pairs.Wanted(runner.UID) {
 		t.Error("a pair pod is wanted with pairPods off")
 	}
 }
@@ -174,30 +174,11 @@ func TestPairPodCreatedAfterBindIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).Node("n1").Obj()
 	_, h := newTestPlugin(t, pairArgs(), true, runner)
-	late := pairPodFor(runner, reservations.PodAmount(runner), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, defaultPlaceholderImage)
+	late := controllers.PairPodFor(runner, reservations.PodAmount(runner), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, defaultPlaceholderImage)
 	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, late, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitForPod(t, h, late.Name, func(p *v1.Pod) bool { return p == nil })
-}
-
-// Extended resources cannot be requested without an equal limit: the
-// apiserver would refuse a pair pod for a GPU runner.
-func TestPairPodLimitsEqualRequests(t *testing.T) {
-	runner := runnerPod("gpu").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", "nvidia.com/gpu": "1"}).Obj()
-	pair := pairPodFor(runner, reservations.PodAmount(runner), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, defaultPlaceholderImage)
-	res := pair.Spec.Containers[0].Resources
-	if len(res.Requests) == 0 {
-		t.Fatal("pair pod requests nothing")
-	}
-	for name, q := range res.Requests {
-		if l, ok := res.Limits[name]; !ok || l.Cmp(q) != 0 {
-			t.Errorf("pair pod %s: limit %v, request %s; want equal", name, res.Limits[name], q.String())
-		}
-	}
-	if q := res.Requests["nvidia.com/gpu"]; q.Value() != 1 {
-		t.Errorf("pair pod requests nvidia.com/gpu %s, want 1", q.String())
-	}
 }
 
 // Only a labelled pod controlled by the runner it names is a pair pod: a

@@ -7,20 +7,17 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
-	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
@@ -33,7 +30,7 @@ func podsModeArgs() *config.WorkflowReservationArgs {
 // placeholderOf builds runner's placeholder holding cpu on n1, as the worker
 // would.
 func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
-	p := placeholderFor(runner, "n1", reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), defaultPlaceholderImage)
+	p := controllers.PlaceholderFor(runner, "n1", reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), defaultPlaceholderImage)
 	p.UID = types.UID(p.Name)
 	return p
 }
@@ -109,7 +106,7 @@ func TestPlaceholderLifecycle(t *testing.T) {
 	if hold.Spec.NodeName != "n1" || hold.Spec.PriorityClassName != "ci-high" || len(hold.Spec.Tolerations) != 1 {
 		t.Errorf("placeholder not on the runner's node with its priority and tolerations: %+v", hold.Spec)
 	}
-	if hold.Annotations[safeToEvictAnnotation] != "false" || hold.Annotations[doNotDisruptAnnotation] != "true" {
+	if hold.Annotations[controllers.SafeToEvictAnnotation] != "false" || hold.Annotations[controllers.DoNotDisruptAnnotation] != "true" {
 		t.Errorf("placeholder annotations %v: autoscalers may remove its node", hold.Annotations)
 	}
 	if sc := hold.Spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
@@ -132,7 +129,7 @@ func TestNoPlaceholderInMemoryMode(t *testing.T) {
 			args := defaultArgs()
 			args.ReservationMode = mode
 			pl, _ := newTestPlugin(t, args, true, runner)
-			_, hold := pl.wantPlaceholder(pairKey{namespace: "arc", name: "r1", uid: runner.UID})
+			_, hold := pl.wantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID})
 			if (hold != nil) != want {
 				t.Errorf("placeholder wanted = %v, want %v", hold != nil, want)
 			}
@@ -147,7 +144,7 @@ func TestLostPlaceholderIsRecreated(t *testing.T) {
 	ctx := context.Background()
 	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
-	pl.sh.holds.recheck = 10 * time.Millisecond
+	pl.sh.holds.Recheck = 10 * time.Millisecond
 
 	first := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
 	// The fake clientset sets no UIDs or resource versions: count the
@@ -192,7 +189,7 @@ func TestPlaceholderHandoverAtPermit(t *testing.T) {
 	if !pl.handover() {
 		t.Fatal("a Pods profile without the stock NodeResourcesFit does not hand over at Permit")
 	}
-	if _, want := pl.wantPlaceholder(pairKey{namespace: "arc", name: "r1", uid: runner.UID}); want == nil {
+	if _, want := pl.wantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil {
 		t.Fatal("the placeholder is not wanted while its workflow pod, scheduled by tandem, is pending")
 	}
 
@@ -235,129 +232,6 @@ func TestPlaceholderHandoverAtPermit(t *testing.T) {
 	}
 	if _, err := h.client.CoreV1().Pods("arc").Get(ctx, "r1-hold", metav1.GetOptions{}); err == nil {
 		t.Error("the workflow pod was allowed while its placeholder still exists")
-	}
-}
-
-// Found by the simulator (tandem-pods, autoscale-novolume.yaml): a workflow
-// pod was bound next to its runner's placeholder, which the worker had just
-// created and the informer did not show yet, so Permit did not wait for it;
-// for 41 ms the node held both. Permit's yield must find a placeholder the
-// informer does not show, and no placeholder may be created once it yielded.
-func TestYieldFindsAPlaceholderTheInformerDoesNotShowYet(t *testing.T) {
-	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Obj()
-	client := fake.NewClientset(runner)
-	// An indexer no informer feeds: the placeholder's create is not shown.
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{placeholderIndex: indexPlaceholder})
-	want := placeholderOf(runner, "1")
-	p := newPlaceholders(client, indexer, leadership.Leading(), func(*v1.Pod, string, string, string) {},
-		func(pairKey) (*v1.Pod, *v1.Pod) { return runner, want.DeepCopy() })
-	key := pairKey{namespace: "arc", name: "r1", uid: runner.UID}
-	if err := p.sync(ctx, key); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CoreV1().Pods("arc").Get(ctx, want.Name, metav1.GetOptions{}); err != nil {
-		t.Fatalf("the placeholder was not created: %v", err)
-	}
-
-	p.startYield(runner.UID)
-	hold, err := p.yield(ctx, types.NamespacedName{Namespace: "arc", Name: "r1"}, runner.UID)
-	if err != nil || hold == nil {
-		t.Fatalf("yield = %v, %v; want the placeholder the create returned", hold, err)
-	}
-	if _, err := client.CoreV1().Pods("arc").Get(ctx, want.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the placeholder still exists after yield: %v", err)
-	}
-	if err := p.sync(ctx, key); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CoreV1().Pods("arc").Get(ctx, want.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("a placeholder was created for a runner whose workflow pod is at Permit: %v", err)
-	}
-	p.unyield(types.NamespacedName{Namespace: "arc", Name: "r1"}, runner.UID)
-	if err := p.sync(ctx, key); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CoreV1().Pods("arc").Get(ctx, want.Name, metav1.GetOptions{}); err != nil {
-		t.Errorf("no placeholder after the workflow pod's Unreserve: %v", err)
-	}
-}
-
-// Found by the simulator (tandem-pods, autoscale-nodename.yaml, 2 of 24 jobs
-// failed OutOfcpu): a delete with grace 0 reaches the informer first as an
-// update that sets deletionTimestamp. The worker took the placeholder
-// tandem-webhook was deleting for a pinned workflow pod for a wrong one,
-// "deleted" it and created a new one 17 ms later, before the informer showed
-// the workflow pod; the kubelet then rejected the workflow pod. A placeholder
-// being deleted is left to go, and its runner gets no new one before the
-// loss recheck.
-func TestPlaceholderBeingDeletedIsNotReplaced(t *testing.T) {
-	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Obj()
-	going := placeholderOf(runner, "1")
-	now := metav1.Now()
-	going.DeletionTimestamp = &now
-	client := fake.NewClientset(runner, going)
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{placeholderIndex: indexPlaceholder})
-	if err := indexer.Add(going); err != nil {
-		t.Fatal(err)
-	}
-	p := newPlaceholders(client, indexer, leadership.Leading(), func(*v1.Pod, string, string, string) {},
-		func(pairKey) (*v1.Pod, *v1.Pod) { return runner, placeholderOf(runner, "1") })
-	p.recheck = time.Hour
-	key := pairKey{namespace: "arc", name: "r1", uid: runner.UID}
-	if err := p.sync(ctx, key); err != nil {
-		t.Fatal(err)
-	}
-	// The delete goes through; the informer shows it.
-	if err := client.CoreV1().Pods("arc").Delete(ctx, going.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := indexer.Delete(going); err != nil {
-		t.Fatal(err)
-	}
-	p.gone(going)
-	if err := p.sync(ctx, key); err != nil {
-		t.Fatal(err)
-	}
-	var creates, deletes int
-	for _, a := range client.Actions() {
-		switch a.GetVerb() {
-		case "create":
-			creates++
-		case "delete":
-			deletes++
-		}
-	}
-	if creates != 0 || deletes != 1 {
-		t.Errorf("%d creates and %d deletes, want none and the test's own: the worker replaced a placeholder someone else was deleting", creates, deletes)
-	}
-}
-
-// Found in review: a placeholder the kubelet rejected (Failed) still holds
-// its name, and the scheduler's informer, which drops terminal pods, never
-// shows it: every create failed AlreadyExists until the runner ended. The
-// failed one is deleted and the placeholder created anew.
-func TestFailedPlaceholderIsReplaced(t *testing.T) {
-	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Obj()
-	failed := placeholderOf(runner, "1")
-	failed.Status.Phase = v1.PodFailed
-	failed.Status.Reason = "OutOfcpu"
-	client := fake.NewClientset(runner, failed)
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{placeholderIndex: indexPlaceholder})
-	p := newPlaceholders(client, indexer, leadership.Leading(), func(*v1.Pod, string, string, string) {},
-		func(pairKey) (*v1.Pod, *v1.Pod) { return runner, placeholderOf(runner, "1") })
-	key := pairKey{namespace: "arc", name: "r1", uid: runner.UID}
-	if err := p.sync(ctx, key); err == nil {
-		t.Fatal("the first sync met the failed placeholder's name and reported nothing")
-	}
-	if err := p.sync(ctx, key); err != nil {
-		t.Fatalf("the retry: %v", err)
-	}
-	got, err := client.CoreV1().Pods("arc").Get(ctx, failed.Name, metav1.GetOptions{})
-	if err != nil || got.Status.Phase == v1.PodFailed {
-		t.Fatalf("placeholder after the retry: %+v, %v; want a new one", got.Status, err)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
@@ -162,7 +163,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		pl.noWorkflowPodGrace = d
 	}
 	// The scheduler's, so the same in every profile.
-	sh.waiting.setBackoff(args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds)
+	sh.waiting.SetBackoff(args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds)
 	first, err := sh.add(pl)
 	if err != nil {
 		return nil, err
@@ -185,7 +186,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	pl.jobs = informers.Batch().V1().Jobs().Lister()
 	if !first {
 		pl.synced, pl.reconciled = sh.feeder.synced, sh.feeder.reconciled
-		sh.holds.enable(pl.reservationMode)
+		sh.holds.Enable(pl.reservationMode)
 		return pl, nil
 	}
 	logger := klog.FromContext(ctx)
@@ -194,7 +195,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		return nil, err
 	}
 	pl.synced = latch(synced)
-	sh.pairs = newPairPods(h.ClientSet(), pl.pods, informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
+	sh.pairs = controllers.NewPairPods(h.ClientSet(), pl.pods, informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			if eventType == v1.EventTypeNormal {
 				pl.routineEvent(pod, reason, "PairPod", func() string { return note }) // one per waiting runner
@@ -202,14 +203,14 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 			}
 			pl.event(pod, eventType, reason, "PairPod", note)
 		})
-	go sh.pairs.run(ctx)
-	sh.holds = newPlaceholders(h.ClientSet(), informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
+	go sh.pairs.Run(ctx)
+	sh.holds = controllers.NewPlaceholders(h.ClientSet(), informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			pl.event(pod, eventType, reason, "Placeholder", note)
 		},
 		pl.wantPlaceholder)
-	sh.holds.enable(pl.reservationMode)
-	go sh.holds.run(ctx)
+	sh.holds.Enable(pl.reservationMode)
+	go sh.holds.Run(ctx)
 	go pl.runReconciler(ctx)
 	go pl.speakWhenLeading(ctx)
 	go pl.watchJobs(ctx)
@@ -304,7 +305,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	// Only the leader schedules.
 	pl.sh.leader.Lead()
 	if contract.IsPairPod(pod) {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, truncate(fmt.Sprintf(
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, controllers.Truncate(fmt.Sprintf(
 			"pair pod of runner %s: it stands for the runner and its workflow pod for cluster autoscalers and is never bound",
 			klog.KRef(pod.Namespace, pod.Annotations[contract.PairOfAnnotation]))))
 	}
@@ -332,7 +333,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			return nil, status
 		}
 	}
-	s := &preFilterState{releases: pl.sh.waiting.releases()}
+	s := &preFilterState{releases: pl.sh.waiting.Releases()}
 	var result *fwk.PreFilterResult
 	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
 		// A container-step pod of hooks v0.7.0 (its Job names the runner).
@@ -376,24 +377,24 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			// Retried once the namespace is listed (activateWhenListed) or
 			// its template arrives (onConfigMap).
 			logger.V(2).Info("Runner waits for its namespace's hook templates to be listed", "pod", klog.KObj(pod), "err", sz.NotListed)
-			pl.sh.waiting.add(pod)
+			pl.sh.waiting.Add(pod)
 			if pl.sizer.Listed(pod.Namespace) {
 				// Listed since the check, maybe before the runner waited:
 				// activateWhenListed and the ConfigMap events may have
 				// passed it by. The pod is in flight; the queue records the
 				// activation and requeues it, after its backoff, when this
 				// cycle ends.
-				pl.handle.Activate(logger, put(nil, pod))
+				pl.handle.Activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
 			}
-			return nil, fwk.NewStatus(fwk.Unschedulable, truncate(fmt.Sprintf("runner %s: %v", klog.KObj(pod), sz.NotListed)))
+			return nil, fwk.NewStatus(fwk.Unschedulable, controllers.Truncate(fmt.Sprintf("runner %s: %v", klog.KObj(pod), sz.NotListed)))
 		}
 		for _, p := range sz.Problems {
 			logger.V(2).Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonInvalidWorkflowSize, "Scheduling", truncate(p.Error()))
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonInvalidWorkflowSize, "Scheduling", controllers.Truncate(p.Error()))
 		}
 		if sz.Notice != "" {
 			logger.V(2).Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.Notice)
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIncompleteHookTemplate, "Scheduling", truncate(sz.Notice))
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIncompleteHookTemplate, "Scheduling", controllers.Truncate(sz.Notice))
 		}
 		switch {
 		case !sz.Workflow.IsZero():
@@ -401,8 +402,8 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			s.step, s.ports, s.hookMode = sz.Step, sz.Ports, sizing.HookMode(pod)
 		case sz.Intended:
 			// Retried as soon as its hook template's ConfigMap changes.
-			pl.sh.waiting.add(pod)
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, truncate(fmt.Sprintf(
+			pl.sh.waiting.Add(pod)
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, controllers.Truncate(fmt.Sprintf(
 				"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.Problems))))
 		default:
 			logger.V(2).Info("Runner has no workflow size source; scheduling it without a reservation", "pod", klog.KObj(pod))
@@ -484,14 +485,14 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if s.rejected != nil && s.rejected.Load() {
-		if pl.sh.waiting.turnedAway(pod, s.releases) {
+		if pl.sh.waiting.TurnedAway(pod, s.releases) {
 			klog.FromContext(ctx).V(4).Info("Reserved room was freed during the pod's scheduling cycle; activating it", "pod", klog.KObj(pod))
 			pl.handle.Activate(klog.FromContext(ctx), map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
 		}
 		if s.kind == kindRunner && pl.pairPods {
 			// Some node turned the runner away for its workflow pod only:
 			// an autoscaler would judge the runner schedulable there.
-			pl.sh.pairs.ask(pod, pairPodFor(pod, s.request, s.workflow, append(append([]contract.HostPort(nil), s.hostPorts...), s.ports...), pl.placeholderImage))
+			pl.sh.pairs.Ask(pod, controllers.PairPodFor(pod, s.request, s.workflow, append(append([]contract.HostPort(nil), s.hostPorts...), s.ports...), pl.placeholderImage))
 		}
 	}
 	logger := klog.FromContext(ctx)
@@ -502,11 +503,11 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 			"runner %s needs %s and its workflow pod %s (from %s); no node has room for both",
 			klog.KObj(pod), s.request, s.workflow, s.source))
 	case kindWorkflow:
-		if hold := pl.sh.holds.of(s.runner, s.own.RunnerUID); hold != nil && !pl.handover() {
+		if hold := pl.sh.holds.Of(s.runner, s.own.RunnerUID); hold != nil && !pl.handover() {
 			// The stock Fit counts the placeholder: it is being deleted
 			// (tandem-webhook, or the worker nudged here), and its delete
 			// requeues the pod.
-			pl.sh.holds.check(s.runner.Namespace, s.runner.Name, s.own.RunnerUID)
+			pl.sh.holds.Check(s.runner.Namespace, s.runner.Name, s.own.RunnerUID)
 			logger.V(4).Info("Workflow pod waits for its runner's placeholder to yield", "pod", klog.KObj(pod), "runner", s.runner, "placeholder", klog.KObj(hold))
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 				"workflow pod of runner %s waits for placeholder %s, which holds its room on node %s, to be deleted",
@@ -608,7 +609,7 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 		}
 		pl.store.Unclaim(s.runner, pod.UID, rs.wasUsedUp)
 		// Holding again: a placeholder deleted at Permit comes back.
-		pl.sh.holds.unyield(s.runner, s.own.RunnerUID)
+		pl.sh.holds.Unyield(s.runner, s.own.RunnerUID)
 	}
 	pl.recordMetrics()
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
@@ -40,9 +41,9 @@ func (pl *WorkflowReservation) reconcile(ctx context.Context) {
 		freed = pl.reconcileReservation(logger, r, finished) || freed
 	}
 	pl.recoverUnrecorded(logger)
-	pl.sh.pairs.sweep()
+	pl.sh.pairs.Sweep()
 	if pl.sh.holds != nil {
-		pl.sh.holds.sweep(pl.store.List())
+		pl.sh.holds.Sweep(pl.store.List())
 	}
 	if freed {
 		// No cluster event announces these releases.
@@ -65,7 +66,7 @@ func (pl *WorkflowReservation) finishedWorkflowPods(ctx context.Context, logger 
 	}
 	out := map[types.UID]*v1.Pod{}
 	for i := range list.Items {
-		if p := &list.Items[i]; isTerminal(p) {
+		if p := &list.Items[i]; controllers.IsTerminal(p) {
 			out[p.UID] = p
 		}
 	}
@@ -80,7 +81,7 @@ func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reserv
 		return false
 	}
 	switch {
-	case pod == nil || pod.UID != r.RunnerUID || isTerminal(pod):
+	case pod == nil || pod.UID != r.RunnerUID || controllers.IsTerminal(pod):
 		if _, ok := pl.store.Release(r.Runner, r.RunnerUID); ok {
 			pl.repaired(logger, stub(r), repairRunnerGone, fmt.Sprintf("Released %s on node %s: the runner is gone", r.Size, r.Node))
 			return true
@@ -123,7 +124,7 @@ func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reserv
 	workflows := pl.workflowPods(r.Runner)
 	if r.ClaimedBy() != "" {
 		for _, wf := range workflows {
-			if wf.UID == r.ClaimedBy() && !isTerminal(wf) && finished[wf.UID] == nil {
+			if wf.UID == r.ClaimedBy() && !controllers.IsTerminal(wf) && finished[wf.UID] == nil {
 				return false
 			}
 		}
@@ -134,7 +135,7 @@ func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reserv
 		return false
 	}
 	for _, wf := range workflows {
-		if wf.Spec.NodeName != "" && !isTerminal(wf) && finished[wf.UID] == nil && r.Owns(wf) {
+		if wf.Spec.NodeName != "" && !controllers.IsTerminal(wf) && finished[wf.UID] == nil && r.Owns(wf) {
 			pl.observeWorkflow(logger, wf, r.Runner)
 			pl.repaired(logger, pod, repairClaimed, fmt.Sprintf("Workflow pod %s on node %s had not been counted as the reservation's claim", wf.Name, wf.Spec.NodeName))
 			return true
@@ -173,7 +174,7 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 		return
 	}
 	for _, pod := range pods {
-		if pod.Spec.NodeName == "" || isTerminal(pod) || pod.DeletionTimestamp != nil || !pl.trusted(pod) {
+		if pod.Spec.NodeName == "" || controllers.IsTerminal(pod) || pod.DeletionTimestamp != nil || !pl.trusted(pod) {
 			continue
 		}
 		if pl.sh.wasReleased(pod.UID) {
@@ -208,7 +209,7 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 		pl.recordMetrics()
 		pl.repaired(logger, pod, repairRecovered, fmt.Sprintf("Bound without a recorded reservation: holding %s on node %s for its workflow pod from now on (size from %s)", sz.Workflow, pod.Spec.NodeName, sz.Source))
 		for _, wf := range pl.workflowPods(key) {
-			if wf.Spec.NodeName != "" && !isTerminal(wf) {
+			if wf.Spec.NodeName != "" && !controllers.IsTerminal(wf) {
 				pl.observeWorkflow(logger, wf, key)
 			}
 		}
@@ -221,7 +222,7 @@ func (pl *WorkflowReservation) repaired(logger klog.Logger, pod *v1.Pod, kind, m
 	if pl.sh.leader.IsLeader() {
 		metrics.Repairs.WithLabelValues(pl.sh.feederProfile(), kind).Inc()
 	}
-	pl.event(pod, v1.EventTypeWarning, contract.ReasonRepaired, "Reconcile", truncate(message))
+	pl.event(pod, v1.EventTypeWarning, contract.ReasonRepaired, "Reconcile", controllers.Truncate(message))
 }
 
 // stub stands for a runner pod that is gone, as the object of an event.

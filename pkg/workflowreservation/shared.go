@@ -14,6 +14,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
@@ -24,7 +25,7 @@ import (
 type shared struct {
 	store   *reservations.Store
 	leader  *leadership.Leadership
-	waiting waitingPods
+	waiting controllers.WaitingPods
 
 	mu sync.RWMutex
 	// profiles are the instances by profile (schedulerName).
@@ -42,10 +43,10 @@ type shared struct {
 	// ephemeralRunners lists ARC's EphemeralRunners once they are watched.
 	ephemeralRunners cache.GenericLister
 	// pairs keeps the pair pods of waiting runners (nil without informers).
-	pairs *pairPods
+	pairs *controllers.PairPods
 	// holds keeps the placeholders of bound runners (nil without
 	// informers).
-	holds *placeholders
+	holds *controllers.Placeholders
 	// warned holds, per pod, the reasons of the Warning events PreFilter
 	// already sent it that every retry would repeat.
 	warned map[types.UID]map[string]bool
@@ -67,7 +68,7 @@ func newShared(l *leadership.Leadership) *shared {
 		nominated: map[types.UID]bool{},
 		released:  map[types.UID]bool{},
 		warned:    map[types.UID]map[string]bool{},
-		waiting:   waitingPods{clock: clock.RealClock{}},
+		waiting:   controllers.WaitingPods{Clock: clock.RealClock{}},
 	}
 }
 

@@ -1,4 +1,4 @@
-package workflowreservation
+package controllers
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
-// Pair pods. Cluster Autoscaler and Karpenter take every pending pod that a
+// PairPodIndex pods. Cluster Autoscaler and Karpenter take every pending pod that a
 // scheduler marked Unschedulable, whatever its schedulerName, simulate it
 // with the in-tree plugins and drop it if it fits an existing node. A runner
 // that tandem keeps pending because a node has room for the runner but not
@@ -30,19 +30,19 @@ import (
 // it fits no existing node, and the autoscaler adds one where the pair fits.
 // tandem never binds it; it goes when the runner is bound or gone.
 // pairPodIndex indexes pair pods by "<namespace>/<runner>".
-const pairPodIndex = "tandem.dev/pair-of"
+const PairPodIndex = "tandem.dev/pair-of"
 
-// pairKey names a runner incarnation whose pair pod is to be checked.
-type pairKey struct {
-	namespace, name string
-	uid             types.UID
+// RunnerKey names a runner incarnation whose pair pod is to be checked.
+type RunnerKey struct {
+	Namespace, Name string
+	UID             types.UID
 }
 
-// pairPods keeps each waiting runner's pair pod in step with what the
+// PairPods keeps each waiting runner's pair pod in step with what the
 // scheduling cycles asked for: PostFilter says a runner waits for pair room
 // (want), the handlers say a runner was bound or went (check); a worker,
 // on the leader only, creates and deletes the pods.
-type pairPods struct {
+type PairPods struct {
 	client   clientset.Interface
 	pods     corelisters.PodLister
 	indexer  cache.Indexer
@@ -57,7 +57,7 @@ type pairPods struct {
 	failed map[types.UID]bool
 }
 
-func (p *pairPods) firstFailure(uid types.UID) bool {
+func (p *PairPods) firstFailure(uid types.UID) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.failed[uid] {
@@ -67,8 +67,10 @@ func (p *pairPods) firstFailure(uid types.UID) bool {
 	return true
 }
 
-func newPairPods(client clientset.Interface, pods corelisters.PodLister, indexer cache.Indexer, leader *leadership.Leadership, recorder func(*v1.Pod, string, string, string)) *pairPods {
-	return &pairPods{
+// NewPairPods returns the pair pods of waiting runners, created and deleted
+// through client on the leader only; recorder reports on a runner.
+func NewPairPods(client clientset.Interface, pods corelisters.PodLister, indexer cache.Indexer, leader *leadership.Leadership, recorder func(*v1.Pod, string, string, string)) *PairPods {
+	return &PairPods{
 		client: client, pods: pods, indexer: indexer, recorder: recorder,
 		leaderQueue: newLeaderQueue("tandem-pair-pods", "pair pod", leader),
 		want:        map[types.UID]*v1.Pod{},
@@ -76,8 +78,8 @@ func newPairPods(client clientset.Interface, pods corelisters.PodLister, indexer
 	}
 }
 
-// indexPairPod indexes a pair pod by the runner it stands for.
-func indexPairPod(obj any) ([]string, error) {
+// IndexPairPod indexes a pair pod by the runner it stands for.
+func IndexPairPod(obj any) ([]string, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok || !contract.IsPairPod(pod) || pod.Annotations[contract.PairOfAnnotation] == "" {
 		return nil, nil
@@ -85,8 +87,8 @@ func indexPairPod(obj any) ([]string, error) {
 	return []string{pod.Namespace + "/" + pod.Annotations[contract.PairOfAnnotation]}, nil
 }
 
-// ask records that runner waits for pair room and wants pod to stand for it.
-func (p *pairPods) ask(runner *v1.Pod, pod *v1.Pod) {
+// Ask records that runner waits for pair room and wants pod to stand for it.
+func (p *PairPods) Ask(runner *v1.Pod, pod *v1.Pod) {
 	if p == nil || !p.leader.IsLeader() {
 		return
 	}
@@ -97,68 +99,69 @@ func (p *pairPods) ask(runner *v1.Pod, pod *v1.Pod) {
 	if had && old.Annotations[contract.PairSizeAnnotation] == pod.Annotations[contract.PairSizeAnnotation] {
 		return // asked already; a failed sync retries with backoff
 	}
-	p.queue.Add(pairKey{namespace: runner.Namespace, name: runner.Name, uid: runner.UID})
+	p.queue.Add(RunnerKey{Namespace: runner.Namespace, Name: runner.Name, UID: runner.UID})
 }
 
-// observed has the worker look at a pair pod the informer shows: one
+// Observed has the worker look at a pair pod the informer shows: one
 // created while its runner was being bound must go too.
-func (p *pairPods) observed(pod *v1.Pod) {
+func (p *PairPods) Observed(pod *v1.Pod) {
 	if p == nil || !p.leader.IsLeader() || !contract.IsPairPod(pod) {
 		return
 	}
-	p.queue.Add(pairKey{namespace: pod.Namespace, name: pod.Annotations[contract.PairOfAnnotation], uid: metav1.GetControllerOf(pod).UID})
+	p.queue.Add(RunnerKey{Namespace: pod.Namespace, Name: pod.Annotations[contract.PairOfAnnotation], UID: metav1.GetControllerOf(pod).UID})
 }
 
-// check has the worker look at runner's pair pod again: the runner was
+// Check has the worker look at runner's pair pod again: the runner was
 // bound or went.
-func (p *pairPods) check(runner *v1.Pod) {
+func (p *PairPods) Check(runner *v1.Pod) {
 	if p == nil || !p.leader.IsLeader() {
 		return
 	}
-	if !p.hasPairPod(runner.Namespace, runner.Name) && !p.wanted(runner.UID) {
+	if !p.hasPairPod(runner.Namespace, runner.Name) && !p.Wanted(runner.UID) {
 		return
 	}
-	p.queue.Add(pairKey{namespace: runner.Namespace, name: runner.Name, uid: runner.UID})
+	p.queue.Add(RunnerKey{Namespace: runner.Namespace, Name: runner.Name, UID: runner.UID})
 }
 
-func (p *pairPods) wanted(uid types.UID) bool {
+// Wanted reports whether the runner incarnation uid asked for a pair pod.
+func (p *PairPods) Wanted(uid types.UID) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, ok := p.want[uid]
 	return ok
 }
 
-func (p *pairPods) hasPairPod(namespace, runner string) bool {
-	objs, err := p.indexer.ByIndex(pairPodIndex, namespace+"/"+runner)
+func (p *PairPods) hasPairPod(namespace, runner string) bool {
+	objs, err := p.indexer.ByIndex(PairPodIndex, namespace+"/"+runner)
 	return err == nil && len(objs) > 0
 }
 
-// run works the queue while this replica leads.
-func (p *pairPods) run(ctx context.Context) { p.work(ctx, p.sync) }
+// Run works the queue while this replica leads.
+func (p *PairPods) Run(ctx context.Context) { p.work(ctx, p.sync) }
 
 // sync makes the runner's pair pods what they should be: one of the wanted
 // size while the runner waits unbound, none otherwise.
-func (p *pairPods) sync(ctx context.Context, key pairKey) error {
+func (p *PairPods) sync(ctx context.Context, key RunnerKey) error {
 	logger := klog.FromContext(ctx)
-	runner, err := p.pods.Pods(key.namespace).Get(key.name)
-	waiting := err == nil && runner.UID == key.uid && runner.Spec.NodeName == "" && runner.DeletionTimestamp == nil && !isTerminal(runner)
+	runner, err := p.pods.Pods(key.Namespace).Get(key.Name)
+	waiting := err == nil && runner.UID == key.UID && runner.Spec.NodeName == "" && runner.DeletionTimestamp == nil && !IsTerminal(runner)
 	p.mu.Lock()
-	want := p.want[key.uid]
+	want := p.want[key.UID]
 	if !waiting {
-		delete(p.want, key.uid)
-		delete(p.failed, key.uid)
+		delete(p.want, key.UID)
+		delete(p.failed, key.UID)
 		want = nil
 	}
 	p.mu.Unlock()
 
-	pods, err := keyedPods(p.indexer, pairPodIndex, contract.IsPairPod, key, runner)
+	pods, err := keyedPods(p.indexer, PairPodIndex, contract.IsPairPod, key, runner)
 	if err != nil {
 		return err
 	}
 	have := false
 	for _, pod := range pods {
 		owner := metav1.GetControllerOf(pod).UID
-		if owner == key.uid && waiting && pod.DeletionTimestamp == nil {
+		if owner == key.UID && waiting && pod.DeletionTimestamp == nil {
 			if want == nil || pod.Annotations[contract.PairSizeAnnotation] == want.Annotations[contract.PairSizeAnnotation] {
 				// Wanted, or still waiting with no word yet (a new leader).
 				have = true
@@ -168,32 +171,32 @@ func (p *pairPods) sync(ctx context.Context, key pairKey) error {
 		if err := p.delete(ctx, pod); err != nil {
 			return err
 		}
-		logger.V(2).Info("Deleted pair pod", "pod", klog.KObj(pod), "runner", klog.KRef(key.namespace, key.name), "runnerWaiting", waiting)
+		logger.V(2).Info("Deleted pair pod", "pod", klog.KObj(pod), "runner", klog.KRef(key.Namespace, key.Name), "runnerWaiting", waiting)
 	}
 	if want == nil || have {
 		return nil
 	}
-	if _, err := p.client.CoreV1().Pods(key.namespace).Create(ctx, want, metav1.CreateOptions{}); err != nil {
+	if _, err := p.client.CoreV1().Pods(key.Namespace).Create(ctx, want, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// A pair pod of an earlier size, or of an earlier runner of this
 			// name, that the informer has not shown yet: look again.
 			return err
 		}
 		metrics.PairPods.WithLabelValues(metrics.PairPodFailed).Inc()
-		if p.firstFailure(key.uid) {
-			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPairPodFailed, truncate(fmt.Sprintf("Cannot create pending pod %s for cluster autoscalers: %v", want.Name, err)))
+		if p.firstFailure(key.UID) {
+			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPairPodFailed, Truncate(fmt.Sprintf("Cannot create pending pod %s for cluster autoscalers: %v", want.Name, err)))
 		}
 		return err
 	}
 	metrics.PairPods.WithLabelValues(metrics.PairPodCreated).Inc()
-	logger.V(2).Info("Created pair pod for cluster autoscalers", "pod", klog.KRef(key.namespace, want.Name), "runner", klog.KObj(runner), "requests", want.Spec.Containers[0].Resources.Requests)
-	p.recorder(runner, v1.EventTypeNormal, contract.ReasonPairPodCreated, truncate(fmt.Sprintf(
+	logger.V(2).Info("Created pair pod for cluster autoscalers", "pod", klog.KRef(key.Namespace, want.Name), "runner", klog.KObj(runner), "requests", want.Spec.Containers[0].Resources.Requests)
+	p.recorder(runner, v1.EventTypeNormal, contract.ReasonPairPodCreated, Truncate(fmt.Sprintf(
 		"Created pending pod %s requesting %s for cluster autoscalers: no node has room for the runner and its workflow pod together",
 		want.Name, reservations.AmountFromList(want.Spec.Containers[0].Resources.Requests))))
 	return nil
 }
 
-func (p *pairPods) delete(ctx context.Context, pod *v1.Pod) error {
+func (p *PairPods) delete(ctx context.Context, pod *v1.Pod) error {
 	deleted, err := deleteNow(ctx, p.client, pod)
 	if deleted {
 		metrics.PairPods.WithLabelValues(metrics.PairPodDeleted).Inc()
@@ -201,29 +204,29 @@ func (p *pairPods) delete(ctx context.Context, pod *v1.Pod) error {
 	return err
 }
 
-// sweep deletes pair pods whose runner is bound or gone (a restart or a
+// Sweep deletes pair pods whose runner is bound or gone (a restart or a
 // failover lost the handler's word), and checks those a waiting runner may
 // still want. The reconciler calls it on the leader.
-func (p *pairPods) sweep() {
+func (p *PairPods) Sweep() {
 	if p == nil || !p.leader.IsLeader() {
 		return
 	}
-	for _, runner := range p.indexer.ListIndexFuncValues(pairPodIndex) {
-		objs, err := p.indexer.ByIndex(pairPodIndex, runner)
+	for _, runner := range p.indexer.ListIndexFuncValues(PairPodIndex) {
+		objs, err := p.indexer.ByIndex(PairPodIndex, runner)
 		if err != nil {
 			continue
 		}
 		for _, o := range objs {
 			if pod, ok := o.(*v1.Pod); ok && contract.IsPairPod(pod) {
-				p.queue.Add(pairKey{namespace: pod.Namespace, name: pod.Annotations[contract.PairOfAnnotation], uid: metav1.GetControllerOf(pod).UID})
+				p.queue.Add(RunnerKey{Namespace: pod.Namespace, Name: pod.Annotations[contract.PairOfAnnotation], UID: metav1.GetControllerOf(pod).UID})
 			}
 		}
 	}
 }
 
-// pairPodFor builds the pair pod of runner: requests of the runner and its
+// PairPodFor builds the pair pod of runner: requests of the runner and its
 // reservation (workflow pod and step headroom), placed like the runner.
-func pairPodFor(runner *v1.Pod, runnerRequest, workflow reservations.Amount, ports []contract.HostPort, image string) *v1.Pod {
+func PairPodFor(runner *v1.Pod, runnerRequest, workflow reservations.Amount, ports []contract.HostPort, image string) *v1.Pod {
 	total := runnerRequest.Add(workflow)
 	total.Pods = 0
 	requests := total.ToList()

@@ -1,4 +1,4 @@
-package workflowreservation
+package controllers
 
 import (
 	"context"
@@ -35,8 +35,8 @@ import (
 // Annotations that keep cluster autoscalers from removing a node for the
 // room a placeholder holds.
 const (
-	safeToEvictAnnotation  = "cluster-autoscaler.kubernetes.io/safe-to-evict"
-	doNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
+	SafeToEvictAnnotation  = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	DoNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
 )
 
 // createdPod is a placeholder a create returned, and when.
@@ -49,15 +49,17 @@ type createdPod struct {
 // counts as there: the informer shows a create within moments.
 const createdTrust = 30 * time.Second
 
-// placeholderIndex indexes placeholders by "<namespace>/<runner>".
-const placeholderIndex = "tandem.dev/placeholder-of"
+// PlaceholderIndex indexes placeholders by "<namespace>/<runner>".
+const PlaceholderIndex = "tandem.dev/placeholder-of"
 
 // lostRecheck is how long a placeholder deleted by someone else waits
 // before it is recreated: tandem-webhook deletes it just before the
 // workflow pod is stored, and the informer may show the delete first.
 const lostRecheck = 2 * time.Second
 
-func indexPlaceholder(obj any) ([]string, error) {
+// IndexPlaceholder indexes a placeholder by the runner whose reservation it
+// holds.
+func IndexPlaceholder(obj any) ([]string, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok || !contract.IsPlaceholder(pod) {
 		return nil, nil
@@ -65,18 +67,18 @@ func indexPlaceholder(obj any) ([]string, error) {
 	return []string{pod.Namespace + "/" + pod.Annotations[contract.PlaceholderOfAnnotation]}, nil
 }
 
-// placeholders keeps each bound runner's placeholder in step with its
+// Placeholders keeps each bound runner's placeholder in step with its
 // reservation: one while the reservation waits for its workflow pod, none
 // once the workflow pod exists or the runner is gone. A worker on the
 // leader creates and deletes them; want says what a runner should have.
-type placeholders struct {
+type Placeholders struct {
 	client   clientset.Interface
 	indexer  cache.Indexer
 	recorder func(pod *v1.Pod, eventType, reason, note string)
-	want     func(key pairKey) (runner, placeholder *v1.Pod)
+	want     func(key RunnerKey) (runner, placeholder *v1.Pod)
 	leaderQueue
 	// recheck is lostRecheck (shorter in tests).
-	recheck time.Duration
+	Recheck time.Duration
 	// enabled is set once a profile holds reservations with pods.
 	enabled atomic.Bool
 
@@ -100,12 +102,15 @@ type placeholders struct {
 	yielding map[types.UID]bool
 }
 
-func newPlaceholders(client clientset.Interface, indexer cache.Indexer, leader *leadership.Leadership,
-	recorder func(*v1.Pod, string, string, string), want func(pairKey) (*v1.Pod, *v1.Pod)) *placeholders {
-	return &placeholders{
+// NewPlaceholders returns the placeholders of bound runners, created and
+// deleted through client on the leader only; want says what a runner's
+// placeholder should be (nil: none), recorder reports on a runner.
+func NewPlaceholders(client clientset.Interface, indexer cache.Indexer, leader *leadership.Leadership,
+	recorder func(*v1.Pod, string, string, string), want func(RunnerKey) (*v1.Pod, *v1.Pod)) *Placeholders {
+	return &Placeholders{
 		client: client, indexer: indexer, recorder: recorder, want: want,
 		leaderQueue: newLeaderQueue("tandem-placeholders", "placeholder", leader),
-		recheck:     lostRecheck,
+		Recheck:     lostRecheck,
 		deleting:    map[types.UID]bool{},
 		lost:        map[types.UID]time.Time{},
 		warned:      map[warnKey]bool{},
@@ -115,40 +120,40 @@ func newPlaceholders(client clientset.Interface, indexer cache.Indexer, leader *
 	}
 }
 
-// enable turns the worker on if mode holds reservations with pods.
-func (p *placeholders) enable(mode string) {
+// Enable turns the worker on if mode holds reservations with pods.
+func (p *Placeholders) Enable(mode string) {
 	if p != nil && mode == config.ReservationModePods {
 		p.enabled.Store(true)
 	}
 }
 
-// check has the worker look at the placeholder of the runner incarnation:
+// Check has the worker look at the placeholder of the runner incarnation:
 // in a scheduler with a Pods profile, or where placeholders exist (a
 // scheduler switched back to Memory deletes those it finds).
-func (p *placeholders) check(namespace, runner string, uid types.UID) {
+func (p *Placeholders) Check(namespace, runner string, uid types.UID) {
 	if p == nil || uid == "" || !p.leader.IsLeader() {
 		return
 	}
 	if !p.enabled.Load() {
-		if objs, err := p.indexer.ByIndex(placeholderIndex, namespace+"/"+runner); err != nil || len(objs) == 0 {
+		if objs, err := p.indexer.ByIndex(PlaceholderIndex, namespace+"/"+runner); err != nil || len(objs) == 0 {
 			return
 		}
 	}
-	p.queue.Add(pairKey{namespace: namespace, name: runner, uid: uid})
+	p.queue.Add(RunnerKey{Namespace: namespace, Name: runner, UID: uid})
 }
 
-// observed has the worker look at a placeholder the informer shows.
-func (p *placeholders) observed(pod *v1.Pod) {
+// Observed has the worker look at a placeholder the informer shows.
+func (p *Placeholders) Observed(pod *v1.Pod) {
 	if p == nil || !contract.IsPlaceholder(pod) {
 		return
 	}
-	p.check(pod.Namespace, pod.Annotations[contract.PlaceholderOfAnnotation], metav1.GetControllerOf(pod).UID)
+	p.Check(pod.Namespace, pod.Annotations[contract.PlaceholderOfAnnotation], metav1.GetControllerOf(pod).UID)
 }
 
 // noteGoing notes a placeholder seen being deleted by someone else as a
 // possible loss: it is recreated only after lostRecheck, by when the
 // workflow pod it yields to (if that is why) is shown.
-func (p *placeholders) noteGoing(pod *v1.Pod) {
+func (p *Placeholders) noteGoing(pod *v1.Pod) {
 	owner := metav1.GetControllerOf(pod).UID
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -157,10 +162,10 @@ func (p *placeholders) noteGoing(pod *v1.Pod) {
 	}
 }
 
-// gone notes a placeholder deleted: by this worker, or lost (evicted,
+// Gone notes a placeholder deleted: by this worker, or lost (evicted,
 // preempted by another scheduler, rejected by the kubelet, deleted by
 // tandem-webhook for its workflow pod).
-func (p *placeholders) gone(pod *v1.Pod) {
+func (p *Placeholders) Gone(pod *v1.Pod) {
 	if p == nil || !contract.IsPlaceholder(pod) {
 		return
 	}
@@ -175,16 +180,16 @@ func (p *placeholders) gone(pod *v1.Pod) {
 		p.lost[owner] = time.Now()
 	}
 	p.mu.Unlock()
-	p.observed(pod)
+	p.Observed(pod)
 }
 
-// of returns the placeholder of the runner incarnation the informer shows,
+// Of returns the placeholder of the runner incarnation the informer shows,
 // if any.
-func (p *placeholders) of(runner types.NamespacedName, uid types.UID) *v1.Pod {
+func (p *Placeholders) Of(runner types.NamespacedName, uid types.UID) *v1.Pod {
 	if p == nil {
 		return nil
 	}
-	objs, err := p.indexer.ByIndex(placeholderIndex, runner.Namespace+"/"+runner.Name)
+	objs, err := p.indexer.ByIndex(PlaceholderIndex, runner.Namespace+"/"+runner.Name)
 	if err != nil {
 		return nil
 	}
@@ -196,20 +201,20 @@ func (p *placeholders) of(runner types.NamespacedName, uid types.UID) *v1.Pod {
 	return nil
 }
 
-// startYield stops creates for the runner incarnation: its workflow pod is
+// StartYield stops creates for the runner incarnation: its workflow pod is
 // at Permit. Permit calls it before it returns, so that an Unreserve
 // (unyield) always comes after it.
-func (p *placeholders) startYield(uid types.UID) {
+func (p *Placeholders) StartYield(uid types.UID) {
 	p.mu.Lock()
 	p.yielding[uid] = true
 	p.mu.Unlock()
 }
 
-// yield removes the runner incarnation's placeholder for its workflow pod,
+// Yield removes the runner incarnation's placeholder for its workflow pod,
 // which is at Permit (startYield): a create in flight is waited for, and
 // one the informer does not show yet is found through what the create
 // returned, or asked of the apiserver.
-func (p *placeholders) yield(ctx context.Context, runner types.NamespacedName, uid types.UID) (*v1.Pod, error) {
+func (p *Placeholders) Yield(ctx context.Context, runner types.NamespacedName, uid types.UID) (*v1.Pod, error) {
 	p.mu.Lock()
 	done := p.creating[uid]
 	p.mu.Unlock()
@@ -220,7 +225,7 @@ func (p *placeholders) yield(ctx context.Context, runner types.NamespacedName, u
 			return nil, ctx.Err()
 		}
 	}
-	hold := p.of(runner, uid)
+	hold := p.Of(runner, uid)
 	p.mu.Lock()
 	if c := p.created[uid]; hold == nil && c.pod != nil {
 		hold = c.pod
@@ -243,16 +248,16 @@ func (p *placeholders) yield(ctx context.Context, runner types.NamespacedName, u
 	return hold, p.delete(ctx, hold)
 }
 
-// unyield lets the runner have a placeholder again: its workflow pod's
+// Unyield lets the runner have a placeholder again: its workflow pod's
 // scheduling cycle failed after Permit.
-func (p *placeholders) unyield(runner types.NamespacedName, uid types.UID) {
+func (p *Placeholders) Unyield(runner types.NamespacedName, uid types.UID) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	delete(p.yielding, uid)
 	p.mu.Unlock()
-	p.check(runner.Namespace, runner.Name, uid)
+	p.Check(runner.Namespace, runner.Name, uid)
 }
 
 // warnKey is a runner incarnation and an event reason.
@@ -261,7 +266,7 @@ type warnKey struct {
 	reason string
 }
 
-func (p *placeholders) firstWarning(uid types.UID, reason string) bool {
+func (p *Placeholders) firstWarning(uid types.UID, reason string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := warnKey{uid, reason}
@@ -272,22 +277,22 @@ func (p *placeholders) firstWarning(uid types.UID, reason string) bool {
 	return true
 }
 
-// run works the queue while this replica leads.
-func (p *placeholders) run(ctx context.Context) { p.work(ctx, p.sync) }
+// Run works the queue while this replica leads.
+func (p *Placeholders) Run(ctx context.Context) { p.work(ctx, p.sync) }
 
 // sync makes the runner's placeholders what want says: one of the wanted
 // size on the runner's node, or none.
-func (p *placeholders) sync(ctx context.Context, key pairKey) error {
+func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
 	logger := klog.FromContext(ctx)
 	runner, want := p.want(key)
-	pods, err := keyedPods(p.indexer, placeholderIndex, contract.IsPlaceholder, key, runner)
+	pods, err := keyedPods(p.indexer, PlaceholderIndex, contract.IsPlaceholder, key, runner)
 	if err != nil {
 		return err
 	}
 	have, going := false, false
 	for _, pod := range pods {
 		owner := metav1.GetControllerOf(pod).UID
-		if pod.DeletionTimestamp != nil && owner == key.uid {
+		if pod.DeletionTimestamp != nil && owner == key.UID {
 			// Being deleted (a delete with grace 0 is an update setting
 			// deletionTimestamp, then the delete): by this worker, or by
 			// someone else, e.g. tandem-webhook for a pinned workflow pod
@@ -297,7 +302,7 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 			p.noteGoing(pod)
 			continue
 		}
-		if want != nil && owner == key.uid &&
+		if want != nil && owner == key.UID &&
 			pod.Spec.NodeName == want.Spec.NodeName && pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation] {
 			have = true
 			continue
@@ -305,12 +310,12 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 		if err := p.delete(ctx, pod); err != nil {
 			return err
 		}
-		logger.V(2).Info("Deleted placeholder", "pod", klog.KObj(pod), "runner", klog.KRef(key.namespace, key.name), "wanted", want != nil)
+		logger.V(2).Info("Deleted placeholder", "pod", klog.KObj(pod), "runner", klog.KRef(key.Namespace, key.Name), "wanted", want != nil)
 	}
 	if !have && !going {
 		// One this worker created that the informer does not show yet.
 		p.mu.Lock()
-		c := p.created[key.uid]
+		c := p.created[key.UID]
 		p.mu.Unlock()
 		switch {
 		case c.pod == nil || time.Since(c.at) > createdTrust:
@@ -324,16 +329,16 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 		}
 	}
 	p.mu.Lock()
-	lostAt, lost := p.lost[key.uid]
+	lostAt, lost := p.lost[key.UID]
 	if want == nil || have {
-		delete(p.lost, key.uid)
+		delete(p.lost, key.UID)
 	}
 	if runner == nil { // the runner is gone
-		delete(p.yielding, key.uid)
-		delete(p.lost, key.uid)
-		delete(p.created, key.uid)
-		delete(p.warned, warnKey{key.uid, contract.ReasonPlaceholderLost})
-		delete(p.warned, warnKey{key.uid, contract.ReasonPlaceholderFailed})
+		delete(p.yielding, key.UID)
+		delete(p.lost, key.UID)
+		delete(p.created, key.UID)
+		delete(p.warned, warnKey{key.UID, contract.ReasonPlaceholderLost})
+		delete(p.warned, warnKey{key.UID, contract.ReasonPlaceholderFailed})
 	}
 	p.mu.Unlock()
 	if going && !have {
@@ -343,35 +348,35 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 		return nil
 	}
 	if lost {
-		if wait := p.recheck - time.Since(lostAt); wait > 0 {
+		if wait := p.Recheck - time.Since(lostAt); wait > 0 {
 			p.queue.AddAfter(key, wait) // the workflow pod may be on its way
 			return nil
 		}
 		p.mu.Lock()
-		delete(p.lost, key.uid)
+		delete(p.lost, key.UID)
 		p.mu.Unlock()
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderLost).Inc()
 		logger.Info("Placeholder was removed by someone else; recreating it", "runner", klog.KObj(runner), "pod", klog.KRef(want.Namespace, want.Name), "node", want.Spec.NodeName)
-		if p.firstWarning(key.uid, contract.ReasonPlaceholderLost) {
-			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderLost, truncate(fmt.Sprintf(
+		if p.firstWarning(key.UID, contract.ReasonPlaceholderLost) {
+			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderLost, Truncate(fmt.Sprintf(
 				"Placeholder %s holding the workflow pod's room on node %s was removed by someone else (evicted, preempted or rejected by the kubelet); recreating it. Until it runs, other schedulers and the kubelet may take the room",
 				want.Name, want.Spec.NodeName)))
 		}
 	}
 	p.mu.Lock()
-	if p.yielding[key.uid] {
+	if p.yielding[key.UID] {
 		p.mu.Unlock()
 		return nil // its workflow pod is at Permit
 	}
 	done := make(chan struct{})
-	p.creating[key.uid] = done
+	p.creating[key.UID] = done
 	p.mu.Unlock()
-	created, err := p.client.CoreV1().Pods(key.namespace).Create(ctx, want, metav1.CreateOptions{})
+	created, err := p.client.CoreV1().Pods(key.Namespace).Create(ctx, want, metav1.CreateOptions{})
 	p.mu.Lock()
-	delete(p.creating, key.uid)
+	delete(p.creating, key.UID)
 	close(done)
 	if err == nil {
-		p.created[key.uid] = createdPod{pod: created, at: time.Now()}
+		p.created[key.UID] = createdPod{pod: created, at: time.Now()}
 	}
 	p.mu.Unlock()
 	if err != nil {
@@ -380,18 +385,18 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 			// cannot show: the scheduler's informer drops terminal pods, so
 			// a placeholder the kubelet rejected or evicted still has the
 			// name. That one goes, and the retry creates anew.
-			if old, gerr := p.client.CoreV1().Pods(key.namespace).Get(ctx, want.Name, metav1.GetOptions{}); gerr == nil && contract.IsPlaceholder(old) &&
-				(isTerminal(old) || metav1.GetControllerOf(old).UID != key.uid) {
+			if old, gerr := p.client.CoreV1().Pods(key.Namespace).Get(ctx, want.Name, metav1.GetOptions{}); gerr == nil && contract.IsPlaceholder(old) &&
+				(IsTerminal(old) || metav1.GetControllerOf(old).UID != key.UID) {
 				if derr := p.delete(ctx, old); derr != nil {
 					return derr
 				}
-				logger.V(2).Info("Deleted a placeholder the informer does not show", "pod", klog.KObj(old), "phase", old.Status.Phase, "runner", klog.KRef(key.namespace, key.name))
+				logger.V(2).Info("Deleted a placeholder the informer does not show", "pod", klog.KObj(old), "phase", old.Status.Phase, "runner", klog.KRef(key.Namespace, key.Name))
 			}
 			return err
 		}
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderFailed).Inc()
-		if p.firstWarning(key.uid, contract.ReasonPlaceholderFailed) {
-			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderFailed, truncate(fmt.Sprintf(
+		if p.firstWarning(key.UID, contract.ReasonPlaceholderFailed) {
+			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderFailed, Truncate(fmt.Sprintf(
 				"Cannot create placeholder %s on node %s: %v; the reservation holds the room for tandem only", want.Name, want.Spec.NodeName, err)))
 		}
 		return err
@@ -401,7 +406,7 @@ func (p *placeholders) sync(ctx context.Context, key pairKey) error {
 	return nil
 }
 
-func (p *placeholders) delete(ctx context.Context, pod *v1.Pod) error {
+func (p *Placeholders) delete(ctx context.Context, pod *v1.Pod) error {
 	p.mu.Lock()
 	p.deleting[pod.UID] = true
 	p.mu.Unlock()
@@ -425,74 +430,35 @@ func (p *placeholders) delete(ctx context.Context, pod *v1.Pod) error {
 	return err
 }
 
-// sweep has the worker look at every placeholder and every reservation: a
+// Sweep has the worker look at every placeholder and every reservation: a
 // restart or a failover lost the handlers' word. The reconciler calls it.
-func (p *placeholders) sweep(rs []reservations.Reservation) {
+func (p *Placeholders) Sweep(rs []reservations.Reservation) {
 	if p == nil || !p.leader.IsLeader() {
 		return
 	}
 	if p.enabled.Load() {
 		for _, r := range rs {
-			p.check(r.Runner.Namespace, r.Runner.Name, r.RunnerUID)
+			p.Check(r.Runner.Namespace, r.Runner.Name, r.RunnerUID)
 		}
 	}
-	for _, runner := range p.indexer.ListIndexFuncValues(placeholderIndex) {
-		objs, err := p.indexer.ByIndex(placeholderIndex, runner)
+	for _, runner := range p.indexer.ListIndexFuncValues(PlaceholderIndex) {
+		objs, err := p.indexer.ByIndex(PlaceholderIndex, runner)
 		if err != nil {
 			continue
 		}
 		for _, o := range objs {
 			if pod, ok := o.(*v1.Pod); ok {
-				p.observed(pod)
+				p.Observed(pod)
 			}
 		}
 	}
 }
 
-// wantPlaceholder is the placeholder the runner incarnation should have, and
-// the runner pod: one while its profile holds reservations with pods, the
-// runner is bound and its reservation waits for a workflow pod.
-func (pl *WorkflowReservation) wantPlaceholder(key pairKey) (*v1.Pod, *v1.Pod) {
-	runner, err := pl.pods.Pods(key.namespace).Get(key.name)
-	if err != nil || runner.UID != key.uid {
-		return nil, nil
-	}
-	if runner.Spec.NodeName == "" || runner.DeletionTimestamp != nil || isTerminal(runner) {
-		return runner, nil
-	}
-	owner := pl.sh.profileOf(runner)
-	if owner == nil || owner.reservationMode != config.ReservationModePods {
-		return runner, nil
-	}
-	nn := types.NamespacedName{Namespace: key.namespace, Name: key.name}
-	r, ok := pl.store.Get(nn)
-	if !ok || r.RunnerUID != key.uid || r.UsedUp() || r.ClaimedBy() != "" || r.Node != runner.Spec.NodeName {
-		return runner, nil
-	}
-	for _, wf := range pl.workflowPods(nn) {
-		if !r.Owns(wf) || isTerminal(wf) {
-			continue
-		}
-		if wf.Spec.NodeName == "" {
-			if p := pl.sh.profileOf(wf); p != nil && p.handover() {
-				continue // it takes the placeholder's room at Permit
-			}
-		}
-		return runner, nil // it takes the room: the placeholder yields
-	}
-	hold, _ := r.Holds(reservations.RunnerPods{})
-	hold.Pods = 0
-	if hold.IsZero() {
-		return runner, nil
-	}
-	return runner, placeholderFor(runner, r.Node, hold, owner.placeholderImage)
-}
-
-// placeholderFor builds the placeholder of runner on node: it requests what
+// PlaceholderFor builds the placeholder of runner on node: it requests what
 // the reservation holds, with the runner's priority and tolerations. Not its
 // host ports: the stock NodePorts would then keep the workflow pod off the
 // node; tandem's accounting keeps holding them.
-func placeholderFor(runner *v1.Pod, node string, hold reservations.Amount, image string) *v1.Pod {
+func PlaceholderFor(runner *v1.Pod, node string, hold reservations.Amount, image string) *v1.Pod {
 	requests := hold.ToList()
 	pod := holdingPod(runner, "hold", image, requests, nil)
 	pod.Name = contract.PlaceholderName(runner.Name)
@@ -500,8 +466,8 @@ func placeholderFor(runner *v1.Pod, node string, hold reservations.Amount, image
 	pod.Annotations = map[string]string{
 		contract.PlaceholderOfAnnotation:   runner.Name,
 		contract.PlaceholderSizeAnnotation: reservations.AmountFromList(requests).String(),
-		safeToEvictAnnotation:              "false",
-		doNotDisruptAnnotation:             "true",
+		SafeToEvictAnnotation:              "false",
+		DoNotDisruptAnnotation:             "true",
 	}
 	pod.Spec.NodeName = node
 	return pod

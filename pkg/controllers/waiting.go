@@ -1,4 +1,4 @@
-package workflowreservation
+package controllers
 
 import (
 	"sync"
@@ -7,16 +7,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
-// recentRejection is how long after this plugin turned a pod away a release
+// RecentRejection is how long after this plugin turned a pod away a release
 // of room activates it (when its backoff ends, which may be later): the
 // window in which the pod may have been retried on the scheduler's own
 // event for the release and rejected again because the plugin's handler had
 // not caught up yet.
-const recentRejection = 5 * time.Second
+const RecentRejection = 5 * time.Second
 
 // The scheduler's default pod backoff (podInitialBackoffSeconds,
 // podMaxBackoffSeconds), used unless the plugin's args give the configured
@@ -27,7 +26,7 @@ const (
 	defaultMaxBackoff     = 10 * time.Second
 )
 
-// waitingPods remembers the pods this plugin turned away. When an informer
+// WaitingPods remembers the pods this plugin turned away. When an informer
 // event frees reserved room (a runner or workflow pod gone, a claim smaller
 // than its reservation), those turned away just now are activated: the
 // scheduler may have handled its own event for that change before the
@@ -48,13 +47,13 @@ const (
 // Filter saw the room held and before PostFilter remembers the pod; the
 // scheduler's event for the change was spent on that very cycle. freed
 // counts the releases, so that PostFilter can tell (turnedAway).
-type waitingPods struct {
+type WaitingPods struct {
 	mu   sync.Mutex
 	pods map[types.UID]waitingPod
 	// freed is only added to under mu; PreFilter reads it without.
 	freed atomic.Uint64
 	// clock is the real one (newShared) unless a test sets it.
-	clock clock.WithDelayedExecution
+	Clock clock.WithDelayedExecution
 	// timerAt is when the activation of the pods put off is scheduled
 	// (zero: none).
 	timerAt time.Time
@@ -73,16 +72,16 @@ type waitingPod struct {
 	due bool
 }
 
-// setBackoff sets the scheduler's pod backoff from the plugin's args
+// SetBackoff sets the scheduler's pod backoff from the plugin's args
 // (seconds; zero: the default).
-func (w *waitingPods) setBackoff(initialSeconds, maxSeconds int64) {
+func (w *WaitingPods) SetBackoff(initialSeconds, maxSeconds int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.initialBackoff, w.maxBackoff = time.Duration(initialSeconds)*time.Second, time.Duration(maxSeconds)*time.Second
 }
 
 // backoffLocked is how long after its last rejection p may be activated.
-func (w *waitingPods) backoffLocked(p waitingPod) time.Duration {
+func (w *WaitingPods) backoffLocked(p waitingPod) time.Duration {
 	initial, maxBackoff := w.initialBackoff, w.maxBackoff
 	if initial <= 0 {
 		initial = defaultInitialBackoff
@@ -97,13 +96,14 @@ func (w *waitingPods) backoffLocked(p waitingPod) time.Duration {
 	return min(d, maxBackoff)
 }
 
-func (w *waitingPods) now() time.Time {
-	return w.clock.Now()
+// Now is the time on the waiting pods' clock.
+func (w *WaitingPods) Now() time.Time {
+	return w.Clock.Now()
 }
 
 // scheduleLocked returns wait if the caller is to call due then: no call
 // as early is scheduled already.
-func (w *waitingPods) scheduleLocked(now time.Time, wait time.Duration) time.Duration {
+func (w *WaitingPods) scheduleLocked(now time.Time, wait time.Duration) time.Duration {
 	if wait <= 0 {
 		return 0
 	}
@@ -123,45 +123,47 @@ func put(pods map[string]*v1.Pod, pod *v1.Pod) map[string]*v1.Pod {
 	return pods
 }
 
-func (w *waitingPods) add(pod *v1.Pod) {
+// Add remembers pod as turned away now.
+func (w *WaitingPods) Add(pod *v1.Pod) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.addLocked(pod)
 }
 
-func (w *waitingPods) addLocked(pod *v1.Pod) {
+func (w *WaitingPods) addLocked(pod *v1.Pod) {
 	if w.pods == nil {
 		w.pods = map[types.UID]waitingPod{}
 	}
 	p := w.pods[pod.UID]
-	w.pods[pod.UID] = waitingPod{pod: pod, rejected: w.now(), rejections: p.rejections + 1}
+	w.pods[pod.UID] = waitingPod{pod: pod, rejected: w.Now(), rejections: p.rejections + 1}
 }
 
-// releases returns the count of releases so far, for turnedAway.
-func (w *waitingPods) releases() uint64 {
+// Releases returns the count of releases so far, for turnedAway.
+func (w *WaitingPods) Releases() uint64 {
 	return w.freed.Load()
 }
 
-// turnedAway remembers a pod this plugin's Filter turned away in a cycle
+// TurnedAway remembers a pod this plugin's Filter turned away in a cycle
 // that began when releases() was seen, and reports whether room was freed
 // since: then the pod must be activated now, because the release's
 // activation ran before the pod was remembered.
-func (w *waitingPods) turnedAway(pod *v1.Pod, seen uint64) bool {
+func (w *WaitingPods) TurnedAway(pod *v1.Pod, seen uint64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.addLocked(pod)
 	return w.freed.Load() != seen
 }
 
-func (w *waitingPods) remove(uid types.UID) {
+// Remove forgets the pod uid.
+func (w *WaitingPods) Remove(uid types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.pods, uid)
 }
 
-// matching returns the waiting pods for which match is true, keyed for
+// Matching returns the waiting pods for which match is true, keyed for
 // Handle.Activate.
-func (w *waitingPods) matching(match func(*v1.Pod, time.Time) bool) map[string]*v1.Pod {
+func (w *WaitingPods) Matching(match func(*v1.Pod, time.Time) bool) map[string]*v1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pods := map[string]*v1.Pod{}
@@ -173,16 +175,16 @@ func (w *waitingPods) matching(match func(*v1.Pod, time.Time) bool) map[string]*
 	return pods
 }
 
-// freedRoom counts a release of room and returns the waiting pods for which
+// FreedRoom counts a release of room and returns the waiting pods for which
 // match is true and whose backoff is over, and, if the others' activation
 // is the caller's to schedule, the time until the earliest of their
 // backoffs ends (then call due). Counting and matching under one lock make
 // every pod turned away either matched here or told by turnedAway.
-func (w *waitingPods) freedRoom(match func(*v1.Pod, time.Time) bool) (map[string]*v1.Pod, time.Duration) {
+func (w *WaitingPods) FreedRoom(match func(*v1.Pod, time.Time) bool) (map[string]*v1.Pod, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.freed.Add(1)
-	now := w.now()
+	now := w.Now()
 	var pods map[string]*v1.Pod
 	var wait time.Duration
 	for uid, p := range w.pods {
@@ -208,14 +210,14 @@ func (w *waitingPods) freedRoom(match func(*v1.Pod, time.Time) bool) (map[string
 	return pods, w.scheduleLocked(now, wait)
 }
 
-// due returns the pods whose activation was put off until their backoff
+// Due returns the pods whose activation was put off until their backoff
 // ended and whose backoff is over, and, as freedRoom does, when to call it
 // again for those still in it. A pod turned away again in the meantime is
 // no longer due: that cycle saw the freed room.
-func (w *waitingPods) due() (map[string]*v1.Pod, time.Duration) {
+func (w *WaitingPods) Due() (map[string]*v1.Pod, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := w.now()
+	now := w.Now()
 	if !now.Before(w.timerAt) {
 		w.timerAt = time.Time{}
 	}
@@ -236,45 +238,4 @@ func (w *waitingPods) due() (map[string]*v1.Pod, time.Duration) {
 		pods = put(pods, p.pod)
 	}
 	return pods, w.scheduleLocked(now, wait)
-}
-
-// activateWaiting requeues the pods turned away within recentRejection, now
-// or when their backoff ends.
-func (pl *WorkflowReservation) activateWaiting(logger klog.Logger) {
-	since := pl.sh.waiting.now().Add(-recentRejection)
-	pods, wait := pl.sh.waiting.freedRoom(func(_ *v1.Pod, rejected time.Time) bool { return rejected.After(since) })
-	pl.activate(logger, pods)
-	pl.activateDue(logger, wait)
-}
-
-// activateAllWaiting requeues every pod turned away, now or when its
-// backoff ends.
-func (pl *WorkflowReservation) activateAllWaiting(logger klog.Logger) {
-	pods, wait := pl.sh.waiting.freedRoom(func(*v1.Pod, time.Time) bool { return true })
-	pl.activate(logger, pods)
-	pl.activateDue(logger, wait)
-}
-
-// activateDue activates, after wait (none if 0), the pods then due.
-func (pl *WorkflowReservation) activateDue(logger klog.Logger, wait time.Duration) {
-	if wait <= 0 {
-		return
-	}
-	pl.sh.waiting.clock.AfterFunc(wait, func() {
-		// Not on the clock's goroutine: a fake clock runs this holding
-		// its lock, which due's reading of the time takes.
-		go func() {
-			pods, wait := pl.sh.waiting.due()
-			pl.activate(logger, pods)
-			pl.activateDue(logger, wait)
-		}()
-	})
-}
-
-func (pl *WorkflowReservation) activate(logger klog.Logger, pods map[string]*v1.Pod) {
-	if len(pods) == 0 {
-		return
-	}
-	logger.V(4).Info("Reserved room freed, activating waiting pods", "count", len(pods))
-	pl.handle.Activate(logger, pods)
 }

@@ -1,4 +1,4 @@
-package workflowreservation
+package controllers
 
 import (
 	"strings"
@@ -20,7 +20,7 @@ func TestTruncate(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := truncate(tc.in)
+			got := Truncate(tc.in)
 			if !utf8.ValidString(got) {
 				t.Errorf("truncate returned invalid UTF-8: %q", got[max(0, len(got)-8):])
 			}

@@ -1,4 +1,4 @@
-package workflowreservation
+package controllers
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // pods, placeholders): keyed by runner incarnation, worked on the leader
 // only, failed syncs retried with backoff.
 type leaderQueue struct {
-	queue  workqueue.TypedRateLimitingInterface[pairKey]
+	queue  workqueue.TypedRateLimitingInterface[RunnerKey]
 	leader *leadership.Leadership
 	// what names the objects synced, for the log.
 	what string
@@ -29,8 +29,8 @@ type leaderQueue struct {
 
 func newLeaderQueue(name, what string, leader *leadership.Leadership) leaderQueue {
 	return leaderQueue{
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[pairKey](),
-			workqueue.TypedRateLimitingQueueConfig[pairKey]{Name: name}),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[RunnerKey](),
+			workqueue.TypedRateLimitingQueueConfig[RunnerKey]{Name: name}),
 		leader: leader,
 		what:   what,
 	}
@@ -38,7 +38,7 @@ func newLeaderQueue(name, what string, leader *leadership.Leadership) leaderQueu
 
 // work runs sync for the queued keys once this replica leads, until ctx
 // ends.
-func (q leaderQueue) work(ctx context.Context, sync func(context.Context, pairKey) error) {
+func (q leaderQueue) work(ctx context.Context, sync func(context.Context, RunnerKey) error) {
 	defer q.queue.ShutDown()
 	select {
 	case <-q.leader.Elected():
@@ -52,14 +52,14 @@ func (q leaderQueue) work(ctx context.Context, sync func(context.Context, pairKe
 	<-ctx.Done()
 }
 
-func (q leaderQueue) next(ctx context.Context, sync func(context.Context, pairKey) error) bool {
+func (q leaderQueue) next(ctx context.Context, sync func(context.Context, RunnerKey) error) bool {
 	key, quit := q.queue.Get()
 	if quit {
 		return false
 	}
 	defer q.queue.Done(key)
 	if err := sync(ctx, key); err != nil {
-		klog.FromContext(ctx).V(2).Info("Syncing a runner's "+q.what+" failed; retrying", "runner", klog.KRef(key.namespace, key.name), "err", err)
+		klog.FromContext(ctx).V(2).Info("Syncing a runner's "+q.what+" failed; retrying", "runner", klog.KRef(key.Namespace, key.Name), "err", err)
 		q.queue.AddRateLimited(key)
 		return true
 	}
@@ -71,8 +71,8 @@ func (q leaderQueue) next(ctx context.Context, sync func(context.Context, pairKe
 // index lists under key's runner name and that key's sync decides on: all
 // but those of the runner pod's current incarnation, when key is an older
 // one (their own key decides).
-func keyedPods(indexer cache.Indexer, index string, is func(*v1.Pod) bool, key pairKey, current *v1.Pod) ([]*v1.Pod, error) {
-	objs, err := indexer.ByIndex(index, key.namespace+"/"+key.name)
+func keyedPods(indexer cache.Indexer, index string, is func(*v1.Pod) bool, key RunnerKey, current *v1.Pod) ([]*v1.Pod, error) {
+	objs, err := indexer.ByIndex(index, key.Namespace+"/"+key.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func keyedPods(indexer cache.Indexer, index string, is func(*v1.Pod) bool, key p
 		if !ok || !is(pod) {
 			continue
 		}
-		if owner := metav1.GetControllerOf(pod).UID; owner != key.uid && current != nil && owner == current.UID {
+		if owner := metav1.GetControllerOf(pod).UID; owner != key.UID && current != nil && owner == current.UID {
 			continue
 		}
 		out = append(out, pod)
