@@ -2,11 +2,15 @@ package workflowreservation
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
@@ -99,5 +103,69 @@ func TestScoreRanksLikeNodeResourcesFitWithoutReservations(t *testing.T) {
 	got, _ := pl.Score(ctx, cs, pod, nodeInfo(node))
 	if got != 75 {
 		t.Errorf("Score = %d, want 75 (3 of 4 cpu and memory free)", got)
+	}
+}
+
+// Score ranks as the in-tree NodeResourcesFit (the plugin it stands in for
+// in a tandem profile) ranks when nothing is reserved, best-effort pods
+// included: NodeResourcesFit counts a container without a cpu or memory
+// request as 100m / 200Mi (GetNonZeroRequested, and the same for the pod
+// being scored), so a node full of best-effort pods is not the emptiest.
+func TestScoreAgreesWithNodeResourcesFit(t *testing.T) {
+	ctx := context.Background()
+	capacity := map[v1.ResourceName]string{v1.ResourceCPU: "4", v1.ResourceMemory: "8Gi", v1.ResourcePods: "110"}
+	var bestEffort []*v1.Pod
+	for i := range 10 {
+		bestEffort = append(bestEffort, st.MakePod().Namespace("ci").Name(fmt.Sprintf("be%d", i)).UID(fmt.Sprintf("be%d", i)).Container("app").Node("n1").Obj())
+	}
+	nodes := []fwk.NodeInfo{
+		nodeInfo(st.MakeNode().Name("n1").Capacity(capacity).Obj(), bestEffort...),
+		nodeInfo(st.MakeNode().Name("n2").Capacity(capacity).Obj(),
+			st.MakePod().Namespace("ci").Name("small").UID("small").Node("n2").Req(map[v1.ResourceName]string{v1.ResourceCPU: "500m", v1.ResourceMemory: "512Mi"}).Obj()),
+		nodeInfo(st.MakeNode().Name("n3").Capacity(capacity).Obj()),
+	}
+	pods := map[string]*v1.Pod{
+		"a pod with requests": st.MakePod().Namespace("ci").Name("p").UID("p").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourceMemory: "1Gi"}).Obj(),
+		"a best-effort pod":   st.MakePod().Namespace("ci").Name("q").UID("q").Container("app").Obj(),
+		"cpu only":            st.MakePod().Namespace("ci").Name("c").UID("c").Req(map[v1.ResourceName]string{v1.ResourceCPU: "300m"}).Obj(),
+	}
+	for _, strategy := range []config.ScoringStrategyType{config.LeastAllocated, config.MostAllocated} {
+		args := defaultArgs()
+		args.ScoringStrategy = &config.ScoringStrategy{Type: strategy, Resources: defaultScoring.Resources}
+		pl, h := newTestPlugin(t, args, false)
+		fit, err := noderesources.NewFit(ctx, &schedconfig.NodeResourcesFitArgs{ScoringStrategy: &schedconfig.ScoringStrategy{
+			Type:      schedconfig.ScoringStrategyType(strategy),
+			Resources: []schedconfig.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}},
+		}}, h, feature.Features{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inTree := fit.(fwk.ScorePlugin)
+		for name, pod := range pods {
+			t.Run(string(strategy)+"/"+name, func(t *testing.T) {
+				cs := framework.NewCycleState()
+				pl.PreFilter(ctx, cs, pod, nodes)
+				if status := pl.PreScore(ctx, cs, pod, nodes); !status.IsSuccess() {
+					t.Fatal(status)
+				}
+				fitState := framework.NewCycleState()
+				if status := fit.(fwk.PreScorePlugin).PreScore(ctx, fitState, pod, nodes); !status.IsSuccess() {
+					t.Fatal(status)
+				}
+				for _, n := range nodes {
+					got, status := pl.Score(ctx, cs, pod, n)
+					if !status.IsSuccess() {
+						t.Fatal(status)
+					}
+					want, status := inTree.Score(ctx, fitState, pod, n)
+					if !status.IsSuccess() {
+						t.Fatal(status)
+					}
+					if got != want {
+						t.Errorf("node %s: tandem scores %d, NodeResourcesFit %d", n.Node().Name, got, want)
+					}
+				}
+			})
+		}
 	}
 }
