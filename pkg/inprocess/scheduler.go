@@ -26,7 +26,13 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
-// Registry is the out-of-tree registry tandem-scheduler is built with.
+// Registry is an out-of-tree registry with the plugin for a harness that
+// builds a new scheduler from the same registry again and again
+// (scheduler_perf, one per workload): each instance has reservations of its
+// own (workflowreservation.New), which is right for a scheduler with one
+// tandem profile, and only for that. Start registers, as tandem-scheduler
+// does, one NewFactory per scheduler, whose profiles share their
+// reservations.
 func Registry() frameworkruntime.Registry {
 	return frameworkruntime.Registry{workflowreservation.Name: workflowreservation.New}
 }
@@ -53,7 +59,10 @@ type Scheduler struct {
 // Start decodes configYAML (a KubeSchedulerConfiguration, as given to
 // tandem-scheduler --config) and runs that scheduler against cfg until Stop.
 func Start(ctx context.Context, cfg *rest.Config, configYAML string, opts ...Option) (*Scheduler, error) {
-	registry := Registry()
+	// One cluster, one set of reservations, whichever profile took them:
+	// tandem-scheduler's registry (a factory per scheduler, always leading
+	// here).
+	registry := frameworkruntime.Registry{workflowreservation.Name: workflowreservation.NewFactory(nil)}
 	for _, opt := range opts {
 		opt(&registry)
 	}

@@ -112,17 +112,6 @@ func (pl *WorkflowReservation) workflowPods(runner types.NamespacedName) []*v1.P
 	return out
 }
 
-// workflowPodUIDs returns the UIDs of the pods labelled as workflow pods of
-// runner: when a runner's reservation is taken, these belong to an earlier
-// runner of the same name.
-func (pl *WorkflowReservation) workflowPodUIDs(runner types.NamespacedName) []types.UID {
-	var out []types.UID
-	for _, p := range pl.workflowPods(runner) {
-		out = append(out, p.UID)
-	}
-	return out
-}
-
 func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
@@ -135,7 +124,7 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 		return
 	}
 	if contract.IsPlaceholder(pod) {
-		pl.sh.holds.Observed(pod)
+		pl.sh.placeholders.Observed(pod)
 		return
 	}
 	if runner, ok := pl.runnerOf(pod); ok {
@@ -143,7 +132,7 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 		pl.checkPlaceholder(runner)
 	}
 	if pod.Spec.NodeName == "" {
-		pl.sh.pairs.Observed(pod)
+		pl.sh.pairPods.Observed(pod)
 		if pl.isRunner(pod) {
 			pl.sh.setNominated(pod.UID, pod.Status.NominatedNodeName != "")
 		}
@@ -152,13 +141,13 @@ func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
 	pl.sh.setNominated(pod.UID, false)
 	pl.sh.waiting.Remove(pod.UID)
 	if pl.trusted(pod) {
-		pl.sh.pairs.Check(pod) // bound: its pair pod goes
+		pl.sh.pairPods.Check(pod) // bound: its pair pod goes
 	}
 	if _, ok := pod.Annotations[contract.ReservationAnnotation]; ok {
 		pl.observeRunner(logger, pod)
 	}
 	if pl.trusted(pod) {
-		pl.sh.holds.Check(pod.Namespace, pod.Name, pod.UID) // bound: its placeholder comes
+		pl.sh.placeholders.Check(pod.Namespace, pod.Name, pod.UID) // bound: its placeholder comes
 	}
 	if runner, ok := pl.runnerOf(pod); ok {
 		pl.observeWorkflow(logger, pod, runner)
@@ -256,12 +245,12 @@ func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finish
 	pl.sh.waiting.Remove(pod.UID)
 	pl.sh.forget(pod.UID)
 	if contract.IsPlaceholder(pod) {
-		pl.sh.holds.Gone(pod)
+		pl.sh.placeholders.Gone(pod)
 		return
 	}
 	if pl.trusted(pod) {
-		pl.sh.pairs.Check(pod) // gone: its pair pod goes
-		pl.sh.holds.Check(pod.Namespace, pod.Name, pod.UID)
+		pl.sh.pairPods.Check(pod) // gone: its pair pod goes
+		pl.sh.placeholders.Check(pod.Namespace, pod.Name, pod.UID)
 	}
 	if runner, ok := pl.runnerOf(pod); ok {
 		pl.checkPlaceholder(runner)
@@ -296,11 +285,11 @@ func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finish
 // checkPlaceholder has the placeholder worker look at the runner's
 // placeholder, if the runner holds a reservation.
 func (pl *WorkflowReservation) checkPlaceholder(runner types.NamespacedName) {
-	if pl.sh.holds == nil {
+	if pl.sh.placeholders == nil {
 		return
 	}
 	if r, ok := pl.store.Get(runner); ok {
-		pl.sh.holds.Check(runner.Namespace, runner.Name, r.RunnerUID)
+		pl.sh.placeholders.Check(runner.Namespace, runner.Name, r.RunnerUID)
 	}
 }
 

@@ -104,7 +104,7 @@ func (pl *WorkflowReservation) handover() bool {
 // mayHavePlaceholder says whether the workflow pod's runner may have a
 // placeholder: its profile holds reservations with pods, or one exists.
 func (pl *WorkflowReservation) mayHavePlaceholder(s *preFilterState) bool {
-	if pl.sh.holds.Of(s.runner, s.own.RunnerUID) != nil {
+	if pl.sh.placeholders.Of(s.runner, s.own.RunnerUID) != nil {
 		return true
 	}
 	if pl.pods == nil {
@@ -150,7 +150,7 @@ func (pl *WorkflowReservation) fitFilter(ctx context.Context, cs fwk.CycleState,
 // informer, and binding next to it would take its room twice.
 func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	s, err := getPreFilterState(cs)
-	if err != nil || s.kind != kindWorkflow || pl.sh.holds == nil {
+	if err != nil || s.kind != kindWorkflow || pl.sh.placeholders == nil {
 		return nil, 0
 	}
 	if c, err := cs.Read(reserveStateKey); err != nil || !c.(*reserveState).claimed {
@@ -160,12 +160,12 @@ func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, po
 		return nil, 0
 	}
 	// Before Permit returns: an Unreserve of this cycle comes after it.
-	pl.sh.holds.StartYield(s.own.RunnerUID)
+	pl.sh.placeholders.StartYield(s.own.RunnerUID)
 	logger := klog.FromContext(ctx)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), permitTimeout)
 		defer cancel()
-		hold, err := pl.sh.holds.Yield(ctx, s.runner, s.own.RunnerUID)
+		hold, err := pl.sh.placeholders.Yield(ctx, s.runner, s.own.RunnerUID)
 		// The framework registers the waiting pod once Permit returns.
 		var waiting fwk.WaitingPod
 		_ = wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {

@@ -144,7 +144,7 @@ func TestLostPlaceholderIsRecreated(t *testing.T) {
 	ctx := context.Background()
 	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
-	pl.sh.holds.Recheck = 10 * time.Millisecond
+	pl.sh.placeholders.Recheck = 10 * time.Millisecond
 
 	first := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
 	// The fake clientset sets no UIDs or resource versions: count the

@@ -54,12 +54,17 @@ const (
 	defaultPlaceholderImage = "pause:3.10"
 )
 
+// The extension points, in the order the framework calls them.
 var (
 	_ fwk.PreFilterPlugin     = &WorkflowReservation{}
 	_ fwk.PreFilterExtensions = &WorkflowReservation{}
 	_ fwk.FilterPlugin        = &WorkflowReservation{}
 	_ fwk.PostFilterPlugin    = &WorkflowReservation{}
+	_ fwk.PreScorePlugin      = &WorkflowReservation{}
+	_ fwk.ScorePlugin         = &WorkflowReservation{}
 	_ fwk.ReservePlugin       = &WorkflowReservation{}
+	_ fwk.PermitPlugin        = &WorkflowReservation{}
+	_ fwk.BindPlugin          = &WorkflowReservation{}
 	_ fwk.PostBindPlugin      = &WorkflowReservation{}
 	_ fwk.EnqueueExtensions   = &WorkflowReservation{}
 )
@@ -186,7 +191,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 	pl.jobs = informers.Batch().V1().Jobs().Lister()
 	if !first {
 		pl.synced, pl.reconciled = sh.feeder.synced, sh.feeder.reconciled
-		sh.holds.Enable(pl.reservationMode)
+		sh.placeholders.Enable(pl.reservationMode)
 		return pl, nil
 	}
 	logger := klog.FromContext(ctx)
@@ -195,7 +200,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		return nil, err
 	}
 	pl.synced = latch(synced)
-	sh.pairs = controllers.NewPairPods(h.ClientSet(), pl.pods, informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
+	sh.pairPods = controllers.NewPairPods(h.ClientSet(), pl.pods, informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			if eventType == v1.EventTypeNormal {
 				pl.routineEvent(pod, reason, "PairPod", func() string { return note }) // one per waiting runner
@@ -203,14 +208,14 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 			}
 			pl.event(pod, eventType, reason, "PairPod", note)
 		})
-	go sh.pairs.Run(ctx)
-	sh.holds = controllers.NewPlaceholders(h.ClientSet(), informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
+	go sh.pairPods.Run(ctx)
+	sh.placeholders = controllers.NewPlaceholders(h.ClientSet(), informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			pl.event(pod, eventType, reason, "Placeholder", note)
 		},
 		pl.wantPlaceholder)
-	sh.holds.Enable(pl.reservationMode)
-	go sh.holds.Run(ctx)
+	sh.placeholders.Enable(pl.reservationMode)
+	go sh.placeholders.Run(ctx)
 	go pl.runReconciler(ctx)
 	go pl.speakWhenLeading(ctx)
 	go pl.watchJobs(ctx)
@@ -296,6 +301,62 @@ func (pl *WorkflowReservation) runnerOf(pod *v1.Pod) (types.NamespacedName, bool
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: pod.Namespace, Name: name}, true
+}
+
+// pinnedTo reports whether the pod is tied to node by its own spec: a
+// hostname nodeSelector naming it, or a required node affinity every term of
+// which names it on the hostname label (or by metadata.name). That is how
+// the hooks pin a workflow pod to the runner's node (v0.7.0 with
+// ACTIONS_RUNNER_USE_KUBE_SCHEDULER, the RWO mode of the next hook). Any
+// other required affinity (an architecture, a pool) leaves the pod free to
+// go elsewhere.
+func pinnedTo(pod *v1.Pod, node string) bool {
+	if v, ok := pod.Spec.NodeSelector[v1.LabelHostname]; ok {
+		return v == node
+	}
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) == 0 {
+		return false
+	}
+	for _, t := range terms {
+		if !termNames(t, node) {
+			return false
+		}
+	}
+	return true
+}
+
+// termNames reports whether the node selector term allows node only.
+func termNames(t v1.NodeSelectorTerm, node string) bool {
+	only := func(r v1.NodeSelectorRequirement, key string) bool {
+		return r.Key == key && r.Operator == v1.NodeSelectorOpIn && len(r.Values) == 1 && r.Values[0] == node
+	}
+	for _, r := range t.MatchExpressions {
+		if only(r, v1.LabelHostname) {
+			return true
+		}
+	}
+	for _, r := range t.MatchFields {
+		if only(r, metav1.ObjectNameField) {
+			return true
+		}
+	}
+	return false
+}
+
+// workflowPodUIDs returns the UIDs of the pods labelled as workflow pods of
+// runner: when a runner's reservation is taken, these belong to an earlier
+// runner of the same name.
+func (pl *WorkflowReservation) workflowPodUIDs(runner types.NamespacedName) []types.UID {
+	var out []types.UID
+	for _, p := range pl.workflowPods(runner) {
+		out = append(out, p.UID)
+	}
+	return out
 }
 
 // PreFilter classifies the pod, sizes a runner's workflow pod and narrows a
@@ -447,7 +508,7 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 }
 
 func (pl *WorkflowReservation) filter(s *preFilterState, nodeInfo fwk.NodeInfo) *fwk.Status {
-	held := pl.held(s, nodeInfo)
+	held := pl.reservedOn(s, nodeInfo)
 	if len(held.Ports) > 0 && portConflict(s.hostPorts, nodeInfo, held.Ports) && !portConflict(s.hostPorts, nodeInfo, nil) {
 		// Ports the node's pods use are NodePorts' to report.
 		return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonPortReserved)
@@ -492,7 +553,7 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 		if s.kind == kindRunner && pl.pairPods {
 			// Some node turned the runner away for its workflow pod only:
 			// an autoscaler would judge the runner schedulable there.
-			pl.sh.pairs.Ask(pod, controllers.PairPodFor(pod, s.request, s.workflow, append(append([]contract.HostPort(nil), s.hostPorts...), s.ports...), pl.placeholderImage))
+			pl.sh.pairPods.Ask(pod, controllers.PairPodFor(pod, s.request, s.workflow, append(append([]contract.HostPort(nil), s.hostPorts...), s.ports...), pl.placeholderImage))
 		}
 	}
 	logger := klog.FromContext(ctx)
@@ -503,11 +564,11 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 			"runner %s needs %s and its workflow pod %s (from %s); no node has room for both",
 			klog.KObj(pod), s.request, s.workflow, s.source))
 	case kindWorkflow:
-		if hold := pl.sh.holds.Of(s.runner, s.own.RunnerUID); hold != nil && !pl.handover() {
+		if hold := pl.sh.placeholders.Of(s.runner, s.own.RunnerUID); hold != nil && !pl.handover() {
 			// The stock Fit counts the placeholder: it is being deleted
 			// (tandem-webhook, or the worker nudged here), and its delete
 			// requeues the pod.
-			pl.sh.holds.Check(s.runner.Namespace, s.runner.Name, s.own.RunnerUID)
+			pl.sh.placeholders.Check(s.runner.Namespace, s.runner.Name, s.own.RunnerUID)
 			logger.V(4).Info("Workflow pod waits for its runner's placeholder to yield", "pod", klog.KObj(pod), "runner", s.runner, "placeholder", klog.KObj(hold))
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 				"workflow pod of runner %s waits for placeholder %s, which holds its room on node %s, to be deleted",
@@ -609,7 +670,7 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 		}
 		pl.store.Unclaim(s.runner, pod.UID, rs.wasUsedUp)
 		// Holding again: a placeholder deleted at Permit comes back.
-		pl.sh.holds.Unyield(s.runner, s.own.RunnerUID)
+		pl.sh.placeholders.Unyield(s.runner, s.own.RunnerUID)
 	}
 	pl.recordMetrics()
 }

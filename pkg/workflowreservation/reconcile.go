@@ -30,9 +30,11 @@ const (
 
 // reconcile compares the reservations with the cluster and repairs what
 // drifted: a missed informer event, a handler that lost a race, a record
-// that does not exist. It runs on the leader when it starts leading and
-// then periodically. Each repair is an event on the runner, a log line and
-// a count of scheduler_workflow_reservation_repairs_total.
+// that does not exist. Every replica runs it, once before its first
+// scheduling cycle and then every reconcileInterval, so that a standby's
+// store matches the leader's; each repair is a log line everywhere, and on
+// the leader also an event on the runner and a count of
+// scheduler_workflow_reservation_repairs_total.
 func (pl *WorkflowReservation) reconcile(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("reconciler")
 	finished := pl.finishedWorkflowPods(ctx, logger)
@@ -41,9 +43,9 @@ func (pl *WorkflowReservation) reconcile(ctx context.Context) {
 		freed = pl.reconcileReservation(logger, r, finished) || freed
 	}
 	pl.recoverUnrecorded(logger)
-	pl.sh.pairs.Sweep()
-	if pl.sh.holds != nil {
-		pl.sh.holds.Sweep(pl.store.List())
+	pl.sh.pairPods.Sweep()
+	if pl.sh.placeholders != nil {
+		pl.sh.placeholders.Sweep(pl.store.List())
 	}
 	if freed {
 		// No cluster event announces these releases.

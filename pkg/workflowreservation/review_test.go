@@ -207,35 +207,35 @@ func TestHeldCache(t *testing.T) {
 	pl.store.Take(oneUnitReservation("r1"))
 	ni := nodeInfo(threeUnits, runnerPod("r1").Req(units("1")).Node("n1").Obj())
 	s := state(pl, other)
-	if got := pl.held(s, ni).Amount.MilliCPU; got != 1000 {
+	if got := pl.reservedOn(s, ni).Amount.MilliCPU; got != 1000 {
 		t.Fatalf("held %dm, want 1000m", got)
 	}
 	// The store changes: a second reservation on the node.
 	pl.store.Take(oneUnitReservation("r2"))
-	if got := pl.held(s, ni).Amount.MilliCPU; got != 2000 {
+	if got := pl.reservedOn(s, ni).Amount.MilliCPU; got != 2000 {
 		t.Errorf("after a store change held %dm, want 2000m", got)
 	}
 	// The node's pods change: r1's workflow pod arrives (new generation).
 	arrived := nodeInfo(threeUnits, runnerPod("r1").Req(units("1")).Node("n1").Obj(), workflowPod("r1").Req(units("1")).Node("n1").Obj())
-	if got := pl.held(s, arrived).Amount.MilliCPU; got != 1000 {
+	if got := pl.reservedOn(s, arrived).Amount.MilliCPU; got != 1000 {
 		t.Errorf("after r1's workflow pod arrived held %dm, want 1000m (r2's)", got)
 	}
 	// A workflow pod does not count its own reservation, and what it sees
 	// is not served to the next ordinary pod.
 	wf := state(pl, workflowPod("r2").Req(units("1")).Obj())
-	if got := pl.held(wf, ni).Amount.MilliCPU; got != 1000 {
+	if got := pl.reservedOn(wf, ni).Amount.MilliCPU; got != 1000 {
 		t.Errorf("r2's workflow pod sees %dm held, want 1000m (r1's only)", got)
 	}
-	if got := pl.held(s, ni).Amount.MilliCPU; got != 2000 {
+	if got := pl.reservedOn(s, ni).Amount.MilliCPU; got != 2000 {
 		t.Errorf("after the workflow pod's call an ordinary pod sees %dm, want 2000m", got)
 	}
 	// A dry run without r1 is neither served nor cached.
 	dry := s.Clone().(*preFilterState)
 	dry.adjust.removed = addUID(dry.adjust.removed, "r1")
-	if got := pl.held(dry, ni).Amount.MilliCPU; got != 1000 {
+	if got := pl.reservedOn(dry, ni).Amount.MilliCPU; got != 1000 {
 		t.Errorf("dry run without r1 sees %dm, want 1000m", got)
 	}
-	if got := pl.held(s, ni).Amount.MilliCPU; got != 2000 {
+	if got := pl.reservedOn(s, ni).Amount.MilliCPU; got != 2000 {
 		t.Errorf("after the dry run an ordinary pod sees %dm, want 2000m", got)
 	}
 }

@@ -43,10 +43,10 @@ type shared struct {
 	// ephemeralRunners lists ARC's EphemeralRunners once they are watched.
 	ephemeralRunners cache.GenericLister
 	// pairs keeps the pair pods of waiting runners (nil without informers).
-	pairs *controllers.PairPods
+	pairPods *controllers.PairPods
 	// holds keeps the placeholders of bound runners (nil without
 	// informers).
-	holds *controllers.Placeholders
+	placeholders *controllers.Placeholders
 	// warned holds, per pod, the reasons of the Warning events PreFilter
 	// already sent it that every retry would repeat.
 	warned map[types.UID]map[string]bool

@@ -23,7 +23,7 @@ import (
 // pods (the NodeInfo generation) change, so that in a steady cluster the
 // call is a lookup; pods with a reservation of their own and dry runs
 // compute it afresh.
-func (pl *WorkflowReservation) held(s *preFilterState, nodeInfo fwk.NodeInfo) reservations.Held {
+func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeInfo) reservations.Held {
 	node := nodeInfo.Node().Name
 	var out reservations.Held
 	own := s.kind == kindWorkflow || s.kind == kindStep

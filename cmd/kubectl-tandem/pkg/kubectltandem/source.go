@@ -63,8 +63,10 @@ type Reservation struct {
 	// WorkflowReservationRepaired), which kubectl-tandem cannot count.
 	Resized bool `json:"resized,omitempty"`
 	// Holders are pods that hold the room on the node themselves: their
-	// requests count as reserved, not as requested. None for records on
-	// runner pods; a placeholder pod of issue 9's mode would be one.
+	// requests count as reserved, not as requested. No source sets it
+	// today: the placeholders of reservationMode Pods are left out of a
+	// node's requested room by what they are (contract.IsPlaceholder, in
+	// NodeUsage).
 	Holders []types.UID `json:"holders,omitempty"`
 }
 
@@ -72,11 +74,10 @@ type Reservation struct {
 func (r *Reservation) key() string { return r.Namespace + "/" + r.Runner }
 
 // A Source finds the reservations of a snapshot, one per runner, with what
-// each holds now. Today tandem records each reservation on its runner pod
-// (AnnotationSource). The mode of issue 9 holds the room with placeholder
-// pods on the node (labelled e.g. tandem.dev/placeholder-for=<runner>), for
-// the kubelet and autoscalers to see: that will be a second Source, whose
-// reservations name their placeholder pods in Holders.
+// each holds now. tandem records each reservation on its runner pod
+// (AnnotationSource), in both reservation modes; in reservationMode Pods a
+// placeholder pod (contract.PlaceholderLabel) also holds the room on the
+// node, and NodeUsage counts its requests as reserved, not requested.
 type Source interface {
 	Reservations(s *Snapshot) []Reservation
 }
