@@ -2,7 +2,9 @@ package workflowreservation
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -82,8 +84,23 @@ func (pl *WorkflowReservation) indexWorkflowPod(obj any) ([]string, error) {
 }
 
 // workflowPods returns the pods labelled as workflow pods of runner, in
-// any phase the informer holds.
+// any phase the informer holds, oldest first (creation, then name): the
+// first of a runner incarnation's is its workflow pod, the later ones are
+// container-step pods (hooks v0.8 label them too), whatever order the
+// cache lists them in.
 func (pl *WorkflowReservation) workflowPods(runner types.NamespacedName) []*v1.Pod {
+	out := pl.labelledPods(runner)
+	slices.SortFunc(out, func(a, b *v1.Pod) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// labelledPods returns the pods labelled as workflow pods of runner.
+func (pl *WorkflowReservation) labelledPods(runner types.NamespacedName) []*v1.Pod {
 	if pl.pods == nil {
 		return nil
 	}

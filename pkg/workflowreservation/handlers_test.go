@@ -10,8 +10,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -390,5 +392,39 @@ func TestActivationBackoffFromArgs(t *testing.T) {
 		}
 		fake.Step(time.Millisecond)
 		eventually(t, "the pod is activated after at most 1 s", func() bool { return len(h.activatedPods()) == i+1 })
+	}
+}
+
+// orderedPods lists pods in the order given, as an informer's cache may.
+type orderedPods []*v1.Pod
+
+func (o orderedPods) List(labels.Selector) ([]*v1.Pod, error)    { return o, nil }
+func (o orderedPods) Pods(string) corelisters.PodNamespaceLister { return o }
+func (o orderedPods) Get(name string) (*v1.Pod, error)           { return nil, fmt.Errorf("not found: %s", name) }
+
+// Found by the shared hold-rule table: rebuilding a runner's reservation
+// (a restart, a failover) claimed it for whichever of the runner's labelled
+// pods the cache listed first. Hooks v0.8 label container-step pods with
+// the runner too, so a step pod could claim, and the workflow pod was
+// counted as a step pod: the step headroom it leaves was no longer held.
+// The oldest labelled pod is the workflow pod, as the invariant checker
+// and kubectl-tandem read it.
+func TestRebuildClaimsForTheOldestWorkflowPod(t *testing.T) {
+	logger := klogger(t)
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	created := func(sec int64) metav1.Time { return metav1.Unix(sec, 0) }
+	runner := runnerPod("r1").Node("n1").CreationTimestamp(created(10)).Annotation(contract.ReservationAnnotation,
+		`{"node":"n1","requests":{"cpu":"2","pods":"2"},"stepRequests":{"cpu":"500m","pods":"1"},"source":"annotation","runnerUID":"r1"}`).Obj()
+	wf := workflowPod("r1").Node("n1").CreationTimestamp(created(20)).Req(units("1500m")).Obj()
+	step := st.MakePod().Namespace("arc").Name("r1-step-0a1b").UID("r1-step-0a1b").Label("runner-pod", "r1").
+		Node("n1").CreationTimestamp(created(30)).Req(units("300m")).Obj()
+	pl.pods = orderedPods{step, wf, runner}
+	pl.onPod(logger, runner)
+	if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != wf.UID {
+		t.Fatalf("claimed by %q, want the workflow pod %q", r.ClaimedBy(), wf.UID)
+	}
+	held := pl.reservedOn(&preFilterState{kind: kindOther}, nodeInfo(st.MakeNode().Name("n1").Capacity(units("8")).Obj(), runner, wf, step))
+	if held.Amount.MilliCPU != 200 {
+		t.Errorf("holds cpu=%dm, want 200m: the headroom of 500m less the step pod's 300m", held.Amount.MilliCPU)
 	}
 }
