@@ -34,12 +34,14 @@
 // label's name created before it (creation timestamps, then the order in
 // which the watch delivered the pods, which is the order of their creation:
 // the checker starts before the run creates any pod), never that of a runner
-// pod created after it.
+// pod created after it, nor that of a runner whose record names it among
+// the stale workflow pods of an earlier runner (as the plugin reads it).
 package invariant
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -354,7 +356,8 @@ func (c *Checker) checkNodesLocked(nodes map[string]bool) {
 
 // incarnationLocked returns the runner pod a pod labelled (or whose Job is
 // labelled) with runner name belongs to: of that name, the latest created
-// before it; nil if there is none (the pod's runner incarnation is gone).
+// before it, unless that runner's record names the pod stale; nil if there
+// is none (the pod's runner incarnation is gone).
 func (c *Checker) incarnationLocked(pod *v1.Pod, name string) *v1.Pod {
 	var runner *v1.Pod
 	for _, p := range c.pods {
@@ -363,6 +366,13 @@ func (c *Checker) incarnationLocked(pod *v1.Pod, name string) *v1.Pod {
 		}
 		if runner == nil || c.createdBeforeLocked(runner, p) {
 			runner = p
+		}
+	}
+	if runner != nil {
+		// A pod that existed when the runner's reservation was taken is an
+		// earlier runner's, whatever its timestamp (whole seconds) says.
+		if rec, ok, err := contract.RecordedReservation(runner); ok && err == nil && slices.Contains(rec.StaleWorkflowPods, pod.UID) {
+			return nil
 		}
 	}
 	return runner
