@@ -21,7 +21,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
-// PairPodIndex pods. Cluster Autoscaler and Karpenter take every pending pod that a
+// Pair pods. Cluster Autoscaler and Karpenter take every pending pod that a
 // scheduler marked Unschedulable, whatever its schedulerName, simulate it
 // with the in-tree plugins and drop it if it fits an existing node. A runner
 // that tandem keeps pending because a node has room for the runner but not
@@ -29,7 +29,8 @@ import (
 // runner waits for pair room, a pending pod of the pair's size stands for it:
 // it fits no existing node, and the autoscaler adds one where the pair fits.
 // tandem never binds it; it goes when the runner is bound or gone.
-// pairPodIndex indexes pair pods by "<namespace>/<runner>".
+
+// PairPodIndex indexes pair pods by "<namespace>/<runner>".
 const PairPodIndex = "tandem.dev/pair-of"
 
 // RunnerKey names a runner incarnation whose pair pod is to be checked.

@@ -46,13 +46,14 @@ const (
 // A release can also land during the cycle that turns a pod away, after its
 // Filter saw the room held and before PostFilter remembers the pod; the
 // scheduler's event for the change was spent on that very cycle. freed
-// counts the releases, so that PostFilter can tell (turnedAway).
+// counts the releases, so that PostFilter can tell (TurnedAway).
 type WaitingPods struct {
 	mu   sync.Mutex
 	pods map[types.UID]waitingPod
 	// freed is only added to under mu; PreFilter reads it without.
 	freed atomic.Uint64
-	// clock is the real one (newShared) unless a test sets it.
+	// Clock is the real one (the plugin's shared state) unless a test
+	// sets it.
 	Clock clock.WithDelayedExecution
 	// timerAt is when the activation of the pods put off is scheduled
 	// (zero: none).
@@ -138,13 +139,13 @@ func (w *WaitingPods) addLocked(pod *v1.Pod) {
 	w.pods[pod.UID] = waitingPod{pod: pod, rejected: w.Now(), rejections: p.rejections + 1}
 }
 
-// Releases returns the count of releases so far, for turnedAway.
+// Releases returns the count of releases so far, for TurnedAway.
 func (w *WaitingPods) Releases() uint64 {
 	return w.freed.Load()
 }
 
 // TurnedAway remembers a pod this plugin's Filter turned away in a cycle
-// that began when releases() was seen, and reports whether room was freed
+// that began when Releases() was seen, and reports whether room was freed
 // since: then the pod must be activated now, because the release's
 // activation ran before the pod was remembered.
 func (w *WaitingPods) TurnedAway(pod *v1.Pod, seen uint64) bool {

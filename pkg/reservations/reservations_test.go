@@ -57,7 +57,7 @@ func TestStore(t *testing.T) {
 	// A node going takes its reservations, and the tally follows.
 	gone := s.ReleaseNode("n2")
 	if len(gone) != 2 || !s.SumOn("n2", all).IsZero() {
-		t.Errorf("removeNode(n2) returned %d, n2 still holds %s", len(gone), s.SumOn("n2", all))
+		t.Errorf("ReleaseNode(n2) returned %d, n2 still holds %s", len(gone), s.SumOn("n2", all))
 	}
 	byPhase, held := s.Counts()
 	if byPhase[PhaseHeld] != 1 || held.MilliCPU != 400 {

@@ -142,7 +142,7 @@ func TestFindHookTemplate(t *testing.T) {
 				t.Fatalf("unexpected error: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(HookTemplateRef{})); diff != "" {
-				t.Errorf("findHookTemplate (-want,+got):\n%s", diff)
+				t.Errorf("FindHookTemplate (-want,+got):\n%s", diff)
 			}
 		})
 	}
@@ -400,7 +400,7 @@ func TestHookModeOf(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got := HookMode(tc.pod)
 			if (tc.want == "" && got != "") || !strings.Contains(got, tc.want) {
-				t.Errorf("hookModeOf = %q, want it to say %q", got, tc.want)
+				t.Errorf("HookMode = %q, want it to say %q", got, tc.want)
 			}
 		})
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
-// activateWaiting requeues the pods turned away within recentRejection, now
+// activateWaiting requeues the pods turned away within controllers.RecentRejection, now
 // or when their backoff ends.
 func (pl *WorkflowReservation) activateWaiting(logger klog.Logger) {
 	since := pl.sh.waiting.Now().Add(-controllers.RecentRejection)

@@ -8,8 +8,14 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 
+	"context"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
 
 func ephemeralRunner(name string, status map[string]any) *unstructured.Unstructured {
@@ -68,5 +74,58 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 				t.Errorf("reservation %+v: grace started or released", got)
 			}
 		})
+	}
+}
+
+// A job's workflow pod that exists but waits to be scheduled (kube-scheduler
+// mode, a busy queue) still claims its reservation after the grace.
+func TestGraceKeepsPendingWorkflowPod(t *testing.T) {
+	logger := klogger(t)
+	pl, h := newTestPlugin(t, defaultArgs(), false)
+	wf := workflowPod("r1").NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj()
+	pl.useListerOf(t, h, wf)
+	pl.store.Take(oneUnitReservation("r1"))
+	pl.releaseWithoutWorkflowPod(logger, key("r1"), "r1")
+	cs := framework.NewCycleState()
+	pl.PreFilter(context.Background(), cs, wf, nil)
+	if s, _ := getPreFilterState(cs); s == nil || s.kind != kindWorkflow {
+		t.Errorf("the pending workflow pod lost its reservation to the grace")
+	}
+}
+
+// A job without a container may still run container steps: the grace gives
+// back the workflow room and keeps the step headroom.
+func TestGraceKeepsStepHeadroom(t *testing.T) {
+	pl, h := newTestPlugin(t, defaultArgs(), false)
+	pl.useListerOf(t, h)
+	pl.store.Take(withStep())
+	pl.releaseWithoutWorkflowPod(klogger(t), key("r1"), "r1")
+	r, _ := pl.store.Get(key("r1"))
+	if got, _ := r.Holds(reservations.RunnerPods{}); got.MilliCPU != 1000 || got.Pods != 1 {
+		t.Errorf("holds cpu=%dm pods=%d after the grace, want the step headroom cpu=1000m pods=1", got.MilliCPU, got.Pods)
+	}
+}
+
+// The job the EphemeralRunner showed when the reservation was taken is
+// recorded, so that a standby or a new leader does not take it for this
+// runner's job and release its room.
+func TestStaleJobRecorded(t *testing.T) {
+	r := oneUnitReservation("r1")
+	r.StaleJob = "j0"
+	value, err := encodeReservation(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := reservationFromPod(runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, value).Obj())
+	if err != nil || back.StaleJob != "j0" {
+		t.Fatalf("rebuilt %+v, %v; want staleJob j0", back, err)
+	}
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	pl.store.Rebuild(back)
+	pl.onEphemeralRunner(klogger(t), &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"namespace": "arc", "name": "r1"}, "status": map[string]any{"jobId": "j0"},
+	}})
+	if got, _ := pl.store.Get(key("r1")); !got.JobStarted().IsZero() {
+		t.Error("the earlier runner's job started the grace of the rebuilt reservation")
 	}
 }

@@ -22,7 +22,10 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"time"
+
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
@@ -238,4 +241,44 @@ func usedUpBy(r *reservations.Reservation, pod types.UID) *reservations.Reservat
 	s.WorkflowPodGone(r.Runner, pod)
 	c, _ := s.Get(r.Runner)
 	return &c
+}
+
+var (
+	earlier = metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	later   = metav1.NewTime(time.Now().Truncate(time.Second))
+)
+
+// reserveRunner runs a runner through PreFilter and Reserve on node.
+func reserveRunner(t *testing.T, pl *WorkflowReservation, pod *v1.Pod, node string) *framework.CycleState {
+	t.Helper()
+	ctx := context.Background()
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, pod, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter(%s): %v", pod.Name, status)
+	}
+	if status := pl.Reserve(ctx, cs, pod, node); !status.IsSuccess() {
+		t.Fatalf("Reserve(%s): %v", pod.Name, status)
+	}
+	return cs
+}
+
+// boundWithRecord returns pod as the informer shows it once the Binding that
+// carries its reservation (as Bind writes it) went through.
+func boundWithRecord(t *testing.T, pl *WorkflowReservation, pod *v1.Pod, node string) *v1.Pod {
+	t.Helper()
+	r, ok := pl.store.Get(key(pod.Name))
+	if !ok {
+		t.Fatalf("no reservation for %s", pod.Name)
+	}
+	value, err := encodeReservation(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := pod.DeepCopy()
+	bound.Spec.NodeName = node
+	if bound.Annotations == nil {
+		bound.Annotations = map[string]string{}
+	}
+	bound.Annotations[contract.ReservationAnnotation] = value
+	return bound
 }

@@ -181,3 +181,12 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 		})
 	}
 }
+
+// A nominated runner that goes frees the pair room AddPod protected.
+func TestHintNominatedRunnerDeleted(t *testing.T) {
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	deleted := runnerPod("r3").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").NominatedNodeName("n1").Obj()
+	if got, _ := pl.isSchedulableAfterPodDeleted(klogger(t), st.MakePod().Name("p").Obj(), deleted, nil); got != fwk.Queue {
+		t.Errorf("hint = %v, want Queue", got)
+	}
+}

@@ -253,7 +253,7 @@ type preFilterState struct {
 	// some node: only then can the plugin's releases of room help it, and
 	// only then does PostFilter remember it for activation.
 	rejected *atomic.Bool
-	// releases is waitingPods.releases() when the cycle began.
+	// releases is WaitingPods.Releases() when the cycle began.
 	releases uint64
 	// workflow: the runner whose reservation the pod claims.
 	runner types.NamespacedName

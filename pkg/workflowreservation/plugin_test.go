@@ -17,6 +17,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
+	"k8s.io/klog/v2/ktesting"
 )
 
 var threeUnits = st.MakeNode().Name("n1").Capacity(units("3")).Obj()
@@ -492,5 +493,72 @@ func TestEventsToRegister(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, events); diff != "" {
 		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+}
+
+// Defect 2: the bind went through but was reported as failed (a timeout);
+// the informer showed the bound runner first. Unreserve must not drop the
+// reservation of a runner that is bound.
+func TestBindCommittedButReportedFailed(t *testing.T) {
+	ctx := context.Background()
+	logger, _ := ktesting.NewTestContext(t)
+	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	cs := reserveRunner(t, pl, runner, "n1")
+
+	pl.onPod(logger, boundWithRecord(t, pl, runner, "n1"))
+	pl.Unreserve(ctx, cs, runner, "n1")
+	if r, ok := pl.store.Get(key("r1")); !ok || r.Node != "n1" {
+		t.Fatalf("after Unreserve of a runner the informer shows bound: reservation %+v (found %v), want it kept on n1", r, ok)
+	}
+}
+
+// Defect 7: the workflow pod's bind reported failure after the informer
+// had shown it bound and then finished; Unreserve must not bring the used-up
+// reservation back.
+func TestWorkflowUnreserveKeepsObservedClaim(t *testing.T) {
+	ctx := context.Background()
+	logger, _ := ktesting.NewTestContext(t)
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	pl.store.Take(oneUnitReservation("r1"))
+	wf := workflowPod("r1").Obj()
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, wf, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	pl.Reserve(ctx, cs, wf, "n1")
+	bound := wf.DeepCopy()
+	bound.Spec.NodeName = "n1"
+	pl.onPod(logger, bound)
+	bound.Status.Phase = v1.PodSucceeded
+	pl.onPodDelete(logger, bound)
+	pl.Unreserve(ctx, cs, wf, "n1")
+	if r, _ := pl.store.Get(key("r1")); !r.UsedUp() {
+		t.Errorf("reservation %+v holds room again after Unreserve; its workflow pod already ran", r)
+	}
+}
+
+// A bind reported a failure but went through; the runner, requeued before
+// the queue saw it bound, is scheduled again: that cycle's Reserve must not
+// replace the bound reservation, nor its Unreserve drop it.
+func TestReserveKeepsBoundReservation(t *testing.T) {
+	ctx := context.Background()
+	logger := klogger(t)
+	pl, h := newTestPlugin(t, defaultArgs(), false)
+	pending := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
+	pl.useListerOf(t, h)
+	reserveRunner(t, pl, pending, "n1")
+	pl.onPod(logger, boundWithRecord(t, pl, pending, "n1"))
+
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, pending, nil); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if status := pl.Reserve(ctx, cs, pending, "n2"); status.IsSuccess() {
+		t.Error("Reserve of an already bound runner succeeded")
+	}
+	pl.Unreserve(ctx, cs, pending, "n2")
+	if r, ok := pl.store.Get(key("r1")); !ok || r.Node != "n1" {
+		t.Errorf("reservation %+v (found %v), want it kept on n1", r, ok)
 	}
 }

@@ -120,3 +120,23 @@ func TestPreFilterExtensions(t *testing.T) {
 		})
 	}
 }
+
+// A dry run that spares the workflow pod but not its runner keeps the
+// runner's reservation out.
+func TestReprieveWorkflowPodKeepsRunnerRemoved(t *testing.T) {
+	ctx := context.Background()
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	pl.store.Take(claimedBy(withStep(), "r1-workflow"))
+	runner := runnerPod("r1").Req(units("1")).Node("n1").Obj()
+	wf := workflowPod("r1").Req(units("2")).Node("n1").Obj()
+	pod := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("1")).Obj()
+	cs := framework.NewCycleState()
+	pl.PreFilter(ctx, cs, pod, nil)
+	ni := nodeInfo(st.MakeNode().Name("n1").Capacity(units("4")).Obj(), runner, wf)
+	pl.RemovePod(ctx, cs, pod, podInfo(t, runner), ni)
+	pl.RemovePod(ctx, cs, pod, podInfo(t, wf), ni)
+	pl.AddPod(ctx, cs, pod, podInfo(t, wf), ni)
+	if s, _ := getPreFilterState(cs); !s.adjust.isRemoved("r1") {
+		t.Error("sparing the workflow pod brought back the reservation of the runner still removed")
+	}
+}

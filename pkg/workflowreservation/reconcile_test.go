@@ -11,7 +11,9 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // The reconciler repairs drift between the store and the cluster, with an
@@ -160,4 +162,36 @@ func TestReconcileFinishedWorkflowPodBeforeRestart(t *testing.T) {
 	if r, ok := pl.store.Get(key("r1")); !ok || !r.UsedUp() {
 		t.Errorf("reservation %+v (found %v), want it rebuilt and used up", r, ok)
 	}
+}
+
+// A standby reconciles too, silently: it holds what the leader recovered,
+// so that a failover loses nothing.
+func TestStandbyHoldsRecovered(t *testing.T) {
+	runner := runnerPod("r1").SchedulerName("sb").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
+	pl, h := newTestReplica(t, defaultArgs(), leadership.New(), "sb", true, runner)
+	eventually(t, "the standby recovers the runner's reservation", func() bool { return !pl.store.Empty() })
+	if got := drainEvents(h); len(got) != 0 {
+		t.Errorf("the standby reported its repair: %q", got)
+	}
+}
+
+// Room the reconciler frees is announced by no cluster event: it activates
+// the pods turned away.
+func TestReconcileReleaseActivates(t *testing.T) {
+	ctx := context.Background()
+	pl, h := newTestPlugin(t, defaultArgs(), true)
+	pl.store.Take(oneUnitReservation("ghost"))
+	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
+	cs := framework.NewCycleState()
+	pl.PreFilter(ctx, cs, p, nil)
+	if pl.Filter(ctx, cs, p, nodeInfo(threeUnits)).IsSuccess() {
+		t.Fatal("Filter let the pod take reserved room")
+	}
+	pl.PostFilter(ctx, cs, p, nil)
+	pl.reconcile(ctx)
+	// Once its backoff (1 s) is over.
+	eventually(t, "the pod is activated after the reconciler released the ghost's room", func() bool {
+		got := h.activatedPods()
+		return len(got) == 1 && got[0] == "arc/p"
+	})
 }

@@ -211,3 +211,55 @@ func (pl *WorkflowReservation) useJobs(t *testing.T, jobs ...*batchv1.Job) {
 	}
 	pl.jobs = batchlisters.NewJobLister(indexer)
 }
+
+// What a node's reservations hold is cached: the cache must follow the
+// store and the node's pods, and never serve what it did not compute for
+// any pod (a workflow pod's own reservation, a dry run).
+func TestHeldCache(t *testing.T) {
+	ctx := context.Background()
+	other := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("1")).Obj()
+	state := func(pl *WorkflowReservation, pod *v1.Pod) *preFilterState {
+		cs := framework.NewCycleState()
+		pl.PreFilter(ctx, cs, pod, nil)
+		s, err := getPreFilterState(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	pl.store.Take(oneUnitReservation("r1"))
+	ni := nodeInfo(threeUnits, runnerPod("r1").Req(units("1")).Node("n1").Obj())
+	s := state(pl, other)
+	if got := pl.reservedOn(s, ni).Amount.MilliCPU; got != 1000 {
+		t.Fatalf("held %dm, want 1000m", got)
+	}
+	// The store changes: a second reservation on the node.
+	pl.store.Take(oneUnitReservation("r2"))
+	if got := pl.reservedOn(s, ni).Amount.MilliCPU; got != 2000 {
+		t.Errorf("after a store change held %dm, want 2000m", got)
+	}
+	// The node's pods change: r1's workflow pod arrives (new generation).
+	arrived := nodeInfo(threeUnits, runnerPod("r1").Req(units("1")).Node("n1").Obj(), workflowPod("r1").Req(units("1")).Node("n1").Obj())
+	if got := pl.reservedOn(s, arrived).Amount.MilliCPU; got != 1000 {
+		t.Errorf("after r1's workflow pod arrived held %dm, want 1000m (r2's)", got)
+	}
+	// A workflow pod does not count its own reservation, and what it sees
+	// is not served to the next ordinary pod.
+	wf := state(pl, workflowPod("r2").Req(units("1")).Obj())
+	if got := pl.reservedOn(wf, ni).Amount.MilliCPU; got != 1000 {
+		t.Errorf("r2's workflow pod sees %dm held, want 1000m (r1's only)", got)
+	}
+	if got := pl.reservedOn(s, ni).Amount.MilliCPU; got != 2000 {
+		t.Errorf("after the workflow pod's call an ordinary pod sees %dm, want 2000m", got)
+	}
+	// A dry run without r1 is neither served nor cached.
+	dry := s.Clone().(*preFilterState)
+	dry.adjust.removed = addUID(dry.adjust.removed, "r1")
+	if got := pl.reservedOn(dry, ni).Amount.MilliCPU; got != 1000 {
+		t.Errorf("dry run without r1 sees %dm, want 1000m", got)
+	}
+	if got := pl.reservedOn(s, ni).Amount.MilliCPU; got != 2000 {
+		t.Errorf("after the dry run an ordinary pod sees %dm, want 2000m", got)
+	}
+}

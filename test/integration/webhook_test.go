@@ -42,7 +42,7 @@ func (e *env) startWebhook() *webhook.Local {
 }
 
 // placeholder creates the placeholder of runner incarnation uid on node, as
-// tandem's leader does in reservationMode Pods (placeholder.go).
+// tandem's leader does in reservationMode Pods (pkg/controllers, placeholder.go).
 func (e *env) placeholder(runner string, uid types.UID, node, cpu string) *v1.Pod {
 	e.t.Helper()
 	return e.create(contract.PlaceholderName(runner), podSpec{

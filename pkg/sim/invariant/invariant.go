@@ -5,7 +5,7 @@
 // time for the report.
 //
 // What a recorded reservation (contract.Recorded, on its runner
-// pod) holds follows the plugin's rule (pkg/workflowreservation/usage.go):
+// pod) holds follows the plugin's rule (Reservation.Holds, pkg/reservations):
 //   - before its workflow pod is on a node: the recorded requests, less the
 //     requests of the runner's step pods on the reserved node;
 //   - once the workflow pod is there: the step headroom, i.e. the recorded

@@ -144,8 +144,8 @@ type usage struct {
 	workflowPod string
 }
 
-// holds is the plugin's rule (pkg/workflowreservation, holds and
-// runnerPodsOn) seen from the API rather than from the scheduler's memory.
+// holds is the plugin's rule (pkg/reservations, Reservation.Holds, fed by
+// the plugin's runnerPodsOn) seen from the API rather than from the scheduler's memory.
 // Of the pods labelled with the runner's name, only those of this runner
 // incarnation count: created no earlier than the runner pod and not
 // recorded as stale. The workflow pod is the oldest of those labelled
