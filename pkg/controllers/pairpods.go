@@ -17,8 +17,8 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
 // Pair pods. Cluster Autoscaler and Karpenter take every pending pod that a

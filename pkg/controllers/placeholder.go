@@ -18,8 +18,8 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
 // Placeholder pods (reservationMode: Pods). A held reservation is also a pod

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
+	"github.com/tandem-scheduler/tandem/pkg/metrics"
 )
 
 // A job without a container (ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER=false and

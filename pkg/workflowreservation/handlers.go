@@ -16,9 +16,9 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
+	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
 // workflowPodIndex indexes pods by "<namespace>/<runner>" of their

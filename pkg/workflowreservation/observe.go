@@ -9,8 +9,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
 // runReconciler reconciles the store with the cluster once the handlers

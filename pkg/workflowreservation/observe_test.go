@@ -8,7 +8,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
+	"github.com/tandem-scheduler/tandem/pkg/metrics"
 )
 
 func TestMetrics(t *testing.T) {

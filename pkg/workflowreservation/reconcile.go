@@ -13,8 +13,8 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
+	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
 )
 
 // Repairs the reconciler makes, as the metric names them.

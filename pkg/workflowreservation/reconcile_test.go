@@ -12,7 +12,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation/metrics"
+	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 

@@ -1,5 +1,6 @@
-// Package metrics holds the WorkflowReservation plugin's metrics. They are
-// registered into the legacy registry, which kube-scheduler serves on /metrics.
+// Package metrics holds tandem-scheduler's metrics, those of the
+// WorkflowReservation plugin and of its controllers. They are registered into
+// the legacy registry, which kube-scheduler serves on /metrics.
 package metrics
 
 import (
