@@ -142,6 +142,11 @@ type runner struct {
 	// lost is set when the runner's node went away: the runner process
 	// died with it, and ARC waits for the pod to be deleted.
 	lost bool
+	// crashed is set when the runner process was made to exit (FailRunner):
+	// it does nothing more (no hook call, no job) until ARC sees the pod
+	// failed. The emulator's pod cache may show the pod Running a while
+	// after the kubelet's status update.
+	crashed bool
 	// erUID is the EphemeralRunner object's, once created.
 	erUID types.UID
 }
@@ -356,7 +361,7 @@ func (e *Emulator) scale(ctx context.Context, s *setState, desired int, now time
 func (e *Emulator) assign(ctx context.Context, s *setState, now time.Duration) {
 	var idle []*runner
 	for _, r := range s.runners {
-		if r.state == runnerIdle && !r.lost {
+		if r.state == runnerIdle && !r.lost && !r.crashed {
 			idle = append(idle, r)
 		}
 	}

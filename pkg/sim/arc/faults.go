@@ -72,17 +72,18 @@ func (e *Emulator) FailRunner(ctx context.Context, r *rand.Rand) (FailedRunner, 
 	var outErr error
 	err := e.call(ctx, func(ctx context.Context, _ time.Duration) {
 		type candidate struct {
+			rn   *runner
 			pod  *v1.Pod
 			busy bool
 		}
 		var cands []candidate
 		for _, s := range e.sets {
 			for _, rn := range s.runners {
-				if rn.lost || (rn.state != runnerIdle && rn.state != runnerBusy) {
+				if rn.lost || rn.crashed || (rn.state != runnerIdle && rn.state != runnerBusy) {
 					continue
 				}
 				if pod := e.runnerPod(s, rn); pod != nil && pod.Status.Phase == v1.PodRunning {
-					cands = append(cands, candidate{pod: pod, busy: rn.state == runnerBusy})
+					cands = append(cands, candidate{rn: rn, pod: pod, busy: rn.state == runnerBusy})
 				}
 			}
 		}
@@ -93,6 +94,8 @@ func (e *Emulator) FailRunner(ctx context.Context, r *rand.Rand) (FailedRunner, 
 		sort.Slice(cands, func(i, j int) bool { return cands[i].pod.Name < cands[j].pod.Name })
 		c := cands[r.Intn(len(cands))]
 		if outErr = e.exiter.Exit(ctx, c.pod, 1); outErr == nil {
+			// The hook runs in the runner's container: it died with it.
+			c.rn.crashed = true
 			out = FailedRunner{Pod: c.pod.Name, Node: c.pod.Spec.NodeName, Busy: c.busy}
 			klog.FromContext(ctx).V(2).Info("Injected runner failure", "pod", klog.KObj(c.pod), "node", c.pod.Spec.NodeName, "busy", c.busy)
 		}

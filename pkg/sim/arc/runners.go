@@ -100,6 +100,8 @@ func (e *Emulator) reconcileRunners(ctx context.Context, s *setState, now time.D
 				continue
 			}
 			e.runnerFailed(ctx, s, r, pod, now, reason, message)
+		case r.crashed:
+			// Its process exited; the cache does not show the pod failed yet.
 		case r.state == runnerCreated && pod.Status.Phase == v1.PodRunning:
 			r.state, r.since = runnerStarting, now
 		case r.state == runnerStarting && now-r.since >= s.timing.RunnerStartup:
@@ -164,7 +166,7 @@ func (e *Emulator) runnerFailed(ctx context.Context, s *setState, r *runner, pod
 // recreate makes the controller create the runner's pod again.
 func (e *Emulator) recreate(r *runner, now time.Duration) {
 	r.previous, r.uid = r.uid, ""
-	r.state, r.since, r.seen, r.lost = runnerCreated, now, false, false
+	r.state, r.since, r.seen, r.lost, r.crashed = runnerCreated, now, false, false, false
 }
 
 // finalize is ARC deleting the EphemeralRunner and its finalizer: the pod
