@@ -17,15 +17,6 @@ import (
 // not caught up yet.
 const RecentRejection = 5 * time.Second
 
-// The scheduler's default pod backoff (podInitialBackoffSeconds,
-// podMaxBackoffSeconds), used unless the plugin's args give the configured
-// one: a pod turned away n times is activated no sooner than
-// initial·2^(n-1), at most max, after the last time.
-const (
-	defaultInitialBackoff = time.Second
-	defaultMaxBackoff     = 10 * time.Second
-)
-
 // WaitingPods remembers the pods this plugin turned away. When an informer
 // event frees reserved room (a runner or workflow pod gone, a claim smaller
 // than its reservation), those turned away just now are activated: the
@@ -74,22 +65,18 @@ type waitingPod struct {
 }
 
 // SetBackoff sets the scheduler's pod backoff from the plugin's args
-// (seconds; zero: the default).
+// (seconds, as the args' defaulting set them).
 func (w *WaitingPods) SetBackoff(initialSeconds, maxSeconds int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.initialBackoff, w.maxBackoff = time.Duration(initialSeconds)*time.Second, time.Duration(maxSeconds)*time.Second
 }
 
-// backoffLocked is how long after its last rejection p may be activated.
+// backoffLocked is how long after its last rejection p may be activated:
+// a pod turned away n times is activated no sooner than initial·2^(n-1), at
+// most max, after the last time, as the scheduler backs it off.
 func (w *WaitingPods) backoffLocked(p waitingPod) time.Duration {
 	initial, maxBackoff := w.initialBackoff, w.maxBackoff
-	if initial <= 0 {
-		initial = defaultInitialBackoff
-	}
-	if maxBackoff <= 0 {
-		maxBackoff = max(defaultMaxBackoff, initial)
-	}
 	d := initial
 	for i := 1; i < p.rejections && d < maxBackoff; i++ {
 		d *= 2

@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	configv1 "github.com/tandem-scheduler/tandem/pkg/apis/config/v1"
 	"github.com/tandem-scheduler/tandem/pkg/inprocess"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
-	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
 // Kind is a scheduler under test.
@@ -134,7 +134,7 @@ func TandemArgs(grace time.Duration) []string {
 func NoWorkflowPodGrace(sc *scenario.Scenario, scale float64) time.Duration {
 	grace := sc.NoWorkflowPodGrace.Duration
 	if grace == 0 {
-		grace = workflowreservation.DefaultNoWorkflowPodGrace
+		grace = configv1.DefaultNoWorkflowPodGrace
 	}
 	if scale > 0 {
 		grace = time.Duration(float64(grace) / scale).Round(time.Millisecond)

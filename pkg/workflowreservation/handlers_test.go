@@ -355,6 +355,7 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 func TestReleaseAfterBackoffClearsDue(t *testing.T) {
 	fake := clocktesting.NewFakeClock(time.Now())
 	w := &controllers.WaitingPods{Clock: fake}
+	w.SetBackoff(1, 10) // the scheduler's default
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Obj()
 	for range 3 {
 		w.Add(p) // 4 s

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	configv1 "github.com/tandem-scheduler/tandem/pkg/apis/config/v1"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
@@ -101,11 +102,19 @@ func (h *fakeHandle) activatedPods() []string {
 	return append([]string(nil), h.activated...)
 }
 
+// defaultArgs are the args as defaulting leaves them, without pair pods.
+
 func defaultArgs() *config.WorkflowReservationArgs {
-	return &config.WorkflowReservationArgs{
-		RunnerSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"actions-ephemeral-runner": "True"}},
-		RunnerPodLabel: "runner-pod",
+	in := &configv1.WorkflowReservationArgs{}
+	configv1.SetObjectDefaults_WorkflowReservationArgs(in)
+	out := &config.WorkflowReservationArgs{}
+	if err := configv1.Convert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in, out, nil); err != nil {
+		panic(err)
 	}
+	// The tests of pair pods turn them on; elsewhere they would only add
+	// pods to the fake clientset.
+	out.PairPods = false
+	return out
 }
 
 // newTestPlugin builds the plugin on a fake clientset holding objs, with

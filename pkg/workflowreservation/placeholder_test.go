@@ -16,6 +16,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	configv1 "github.com/tandem-scheduler/tandem/pkg/apis/config/v1"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
@@ -30,7 +31,7 @@ func podsModeArgs() *config.WorkflowReservationArgs {
 // placeholderOf builds runner's placeholder holding cpu on n1, as the worker
 // would.
 func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
-	p := controllers.PlaceholderFor(runner, "n1", reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), defaultPlaceholderImage)
+	p := controllers.PlaceholderFor(runner, "n1", reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), configv1.DefaultPlaceholderImage)
 	p.UID = types.UID(p.Name)
 	return p
 }

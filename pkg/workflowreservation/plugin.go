@@ -41,19 +41,6 @@ const (
 	reserveStateKey   = "Reserve" + Name
 )
 
-// Defaults for args built in code (decoded args are defaulted to the same).
-const (
-	// DefaultReconcileInterval is how often the leader compares its
-	// reservations with the cluster.
-	DefaultReconcileInterval = time.Minute
-	// DefaultNoWorkflowPodGrace is how long after its job started a
-	// reservation waits for its workflow pod.
-	DefaultNoWorkflowPodGrace = 2 * time.Minute
-	// defaultPlaceholderImage is the image of placeholder and pair pods
-	// for args built in code.
-	defaultPlaceholderImage = "pause:3.10"
-)
-
 // The extension points, in the order the framework calls them.
 var (
 	_ fwk.PreFilterPlugin     = &WorkflowReservation{}
@@ -138,34 +125,19 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		runnerPodLabel:     args.RunnerPodLabel,
 		sizer:              sz,
 		profile:            h.ProfileName(),
-		scoring:            defaultScoring,
-		reconcileEvery:     DefaultReconcileInterval,
-		noWorkflowPodGrace: DefaultNoWorkflowPodGrace,
+		scoring:            *args.ScoringStrategy,
+		reconcileEvery:     args.ReconcileInterval.Duration,
+		noWorkflowPodGrace: args.NoWorkflowPodGrace.Duration,
 		reconciled:         make(chan struct{}),
 		pairPods:           args.PairPods,
 		reservationEvents:  args.ReservationEvents,
 		reservationMode:    args.ReservationMode,
 		placeholderImage:   args.PlaceholderImage,
 	}
-	if pl.reservationMode == "" {
-		pl.reservationMode = config.ReservationModeMemory
-	}
-	if pl.placeholderImage == "" {
-		pl.placeholderImage = defaultPlaceholderImage
-	}
 	if pl.reservationMode == config.ReservationModePods {
 		if pl.fit, err = newFit(ctx, h); err != nil {
 			return nil, err
 		}
-	}
-	if args.ScoringStrategy != nil {
-		pl.scoring = *args.ScoringStrategy
-	}
-	if d := args.ReconcileInterval.Duration; d > 0 {
-		pl.reconcileEvery = d
-	}
-	if d := args.NoWorkflowPodGrace.Duration; d > 0 {
-		pl.noWorkflowPodGrace = d
 	}
 	// The scheduler's, so the same in every profile.
 	sh.waiting.SetBackoff(args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds)

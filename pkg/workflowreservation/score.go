@@ -21,13 +21,6 @@ var (
 	_ fwk.ScorePlugin    = &WorkflowReservation{}
 )
 
-// defaultScoring is used when the args carry no strategy (args built in
-// code; decoded args are defaulted to the same).
-var defaultScoring = config.ScoringStrategy{
-	Type:      config.LeastAllocated,
-	Resources: []config.ResourceSpec{{Name: string(v1.ResourceCPU), Weight: 1}, {Name: string(v1.ResourceMemory), Weight: 1}},
-}
-
 // scoreState is what Score needs of the pod.
 type scoreState struct {
 	*preFilterState

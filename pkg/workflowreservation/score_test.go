@@ -131,7 +131,7 @@ func TestScoreAgreesWithNodeResourcesFit(t *testing.T) {
 	}
 	for _, strategy := range []config.ScoringStrategyType{config.LeastAllocated, config.MostAllocated} {
 		args := defaultArgs()
-		args.ScoringStrategy = &config.ScoringStrategy{Type: strategy, Resources: defaultScoring.Resources}
+		args.ScoringStrategy = &config.ScoringStrategy{Type: strategy, Resources: defaultArgs().ScoringStrategy.Resources}
 		pl, h := newTestPlugin(t, args, false)
 		fit, err := noderesources.NewFit(ctx, &schedconfig.NodeResourcesFitArgs{ScoringStrategy: &schedconfig.ScoringStrategy{
 			Type:      schedconfig.ScoringStrategyType(strategy),

@@ -48,23 +48,26 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 	allErrs = append(allErrs, validateRequests(args.DefaultWorkflowRequests, path.Child("defaultWorkflowRequests"))...)
 	allErrs = append(allErrs, validateRequests(args.DefaultStepRequests, path.Child("defaultStepRequests"))...)
 	allErrs = append(allErrs, validateScoringStrategy(args.ScoringStrategy, path.Child("scoringStrategy"))...)
-	// Zero: args built in code; the plugin uses the default.
-	if d := args.ReconcileInterval.Duration; d != 0 && d < time.Second {
+	// The plugin takes the args as defaulting left them: a zero here was
+	// set so (or the args were built in code without defaulting).
+	if d := args.ReconcileInterval.Duration; d < time.Second {
 		allErrs = append(allErrs, field.Invalid(path.Child("reconcileInterval"), d.String(), "must be at least 1s"))
 	}
-	// Zero: the default, as above.
 	initial, maxBackoff := args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds
-	if initial < 0 {
-		allErrs = append(allErrs, field.Invalid(path.Child("podInitialBackoffSeconds"), initial, "must not be negative"))
+	if initial < 1 {
+		allErrs = append(allErrs, field.Invalid(path.Child("podInitialBackoffSeconds"), initial, "must be at least 1"))
 	}
-	if maxBackoff < 0 || (maxBackoff != 0 && maxBackoff < initial) {
+	if maxBackoff < initial {
 		allErrs = append(allErrs, field.Invalid(path.Child("podMaxBackoffSeconds"), maxBackoff, "must be greater than or equal to podInitialBackoffSeconds"))
 	}
-	if d := args.NoWorkflowPodGrace.Duration; d < 0 {
-		allErrs = append(allErrs, field.Invalid(path.Child("noWorkflowPodGrace"), d.String(), "must not be negative"))
+	if d := args.NoWorkflowPodGrace.Duration; d <= 0 {
+		allErrs = append(allErrs, field.Invalid(path.Child("noWorkflowPodGrace"), d.String(), "must be positive"))
+	}
+	if args.PlaceholderImage == "" {
+		allErrs = append(allErrs, field.Required(path.Child("placeholderImage"), "the image of placeholder and pair pods"))
 	}
 	switch args.ReservationMode {
-	case "", config.ReservationModeMemory, config.ReservationModePods:
+	case config.ReservationModeMemory, config.ReservationModePods:
 	default:
 		allErrs = append(allErrs, field.NotSupported(path.Child("reservationMode"), args.ReservationMode,
 			[]string{config.ReservationModeMemory, config.ReservationModePods}))
@@ -142,7 +145,7 @@ func ValidateResourceName(name v1.ResourceName, path *field.Path) field.ErrorLis
 func validateScoringStrategy(s *config.ScoringStrategy, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if s == nil {
-		return allErrs // the plugin's default applies
+		return append(allErrs, field.Required(path, "defaulting sets it"))
 	}
 	switch s.Type {
 	case config.LeastAllocated, config.MostAllocated:

@@ -14,15 +14,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	configv1 "github.com/tandem-scheduler/tandem/pkg/apis/config/v1"
 )
 
+// validArgs are the args as defaulting leaves them.
 func validArgs() *config.WorkflowReservationArgs {
-	return &config.WorkflowReservationArgs{
-		RunnerSelector: &metav1.LabelSelector{
-			MatchLabels: map[string]string{"actions-ephemeral-runner": "True"},
-		},
-		RunnerPodLabel: "runner-pod",
+	in := &configv1.WorkflowReservationArgs{}
+	configv1.SetObjectDefaults_WorkflowReservationArgs(in)
+	out := &config.WorkflowReservationArgs{}
+	if err := configv1.Convert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in, out, nil); err != nil {
+		panic(err)
 	}
+	return out
 }
 
 func TestValidateWorkflowReservationArgs(t *testing.T) {
@@ -88,6 +91,21 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 			},
 			wantErrs: field.ErrorList{
 				field.Invalid(field.NewPath("args", "podMaxBackoffSeconds"), int64(2), ""),
+			},
+		},
+		// The plugin takes what defaulting set: args that skipped it are
+		// refused rather than defaulted a second time.
+		"not defaulted": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				*args = config.WorkflowReservationArgs{RunnerSelector: args.RunnerSelector, RunnerPodLabel: args.RunnerPodLabel}
+			},
+			wantErrs: field.ErrorList{
+				field.Required(field.NewPath("args", "scoringStrategy"), ""),
+				field.Invalid(field.NewPath("args", "reconcileInterval"), "0s", ""),
+				field.Invalid(field.NewPath("args", "podInitialBackoffSeconds"), int64(0), ""),
+				field.Invalid(field.NewPath("args", "noWorkflowPodGrace"), "0s", ""),
+				field.Required(field.NewPath("args", "placeholderImage"), ""),
+				field.NotSupported(field.NewPath("args", "reservationMode"), "", []string{config.ReservationModeMemory, config.ReservationModePods}),
 			},
 		},
 		"negative backoff": {
