@@ -10,12 +10,13 @@ import (
 
 	"context"
 
-	"github.com/tandem-scheduler/tandem/pkg/contract"
-	"github.com/tandem-scheduler/tandem/pkg/metrics"
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/metrics"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 func ephemeralRunner(name string, status map[string]any) *unstructured.Unstructured {

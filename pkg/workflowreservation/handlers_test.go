@@ -19,14 +19,15 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"k8s.io/component-base/metrics/testutil"
+	"k8s.io/klog/v2/ktesting"
+
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
-	"k8s.io/component-base/metrics/testutil"
-	"k8s.io/klog/v2/ktesting"
 )
 
 // eventually polls cond; informer handlers run asynchronously.

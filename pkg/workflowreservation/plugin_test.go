@@ -15,9 +15,10 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"k8s.io/klog/v2/ktesting"
+
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
-	"k8s.io/klog/v2/ktesting"
 )
 
 var threeUnits = st.MakeNode().Name("n1").Capacity(units("3")).Obj()

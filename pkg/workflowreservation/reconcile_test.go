@@ -10,10 +10,11 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // The reconciler repairs drift between the store and the cluster, with an
