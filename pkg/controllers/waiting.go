@@ -50,7 +50,7 @@ type WaitingPods struct {
 	// (zero: none).
 	timerAt time.Time
 	// initialBackoff and maxBackoff are the scheduler's pod backoff
-	// (setBackoff; zero: the defaults).
+	// (SetBackoff; zero: none).
 	initialBackoff, maxBackoff time.Duration
 }
 
