@@ -22,6 +22,17 @@ const (
 	ReleaseNoWorkflowPod  = "no_workflow_pod"
 )
 
+// Repairs the reconciler makes, by kind.
+const (
+	RepairRunnerGone = "runner_gone"
+	RepairNodeGone   = "node_gone"
+	RepairMoved      = "moved"
+	RepairClaimed    = "claimed"
+	RepairFinished   = "finished"
+	RepairRecovered  = "recovered"
+	RepairInvalid    = "invalid"
+)
+
 // PlaceholderLost is the action of a placeholder removed by someone else.
 const PlaceholderLost = "lost"
 

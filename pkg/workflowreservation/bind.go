@@ -12,6 +12,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 var _ fwk.BindPlugin = &WorkflowReservation{}
@@ -40,7 +41,7 @@ func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod 
 	if !ok || r.RunnerUID != pod.UID || r.Node != nodeName {
 		return fwk.AsStatus(fmt.Errorf("reservation of runner %s on node %s is gone", klog.KObj(pod), nodeName))
 	}
-	value, err := encodeReservation(&r)
+	value, err := reservations.Encode(&r)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}

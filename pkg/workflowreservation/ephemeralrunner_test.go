@@ -113,11 +113,11 @@ func TestGraceKeepsStepHeadroom(t *testing.T) {
 func TestStaleJobRecorded(t *testing.T) {
 	r := oneUnitReservation("r1")
 	r.StaleJob = "j0"
-	value, err := encodeReservation(r)
+	value, err := reservations.Encode(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := reservationFromPod(runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, value).Obj())
+	back, err := reservations.FromPod(runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, value).Obj())
 	if err != nil || back.StaleJob != "j0" {
 		t.Fatalf("rebuilt %+v, %v; want staleJob j0", back, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // The parsers of user input: whatever they are given, they do not panic,
@@ -21,7 +22,7 @@ func FuzzRecordedReservation(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value string) {
 		pod := runnerPod("r").Node("n1").Annotation(contract.ReservationAnnotation, value).Obj()
-		r, err := reservationFromPod(pod)
+		r, err := reservations.FromPod(pod)
 		if err != nil || r == nil {
 			return
 		}

@@ -192,7 +192,7 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 		}
 		logger.Info("Runner is bound to another node than its reservation; taking the node its record names", "runner", klog.KObj(pod), "node", pod.Spec.NodeName, "reservedNode", r.Node)
 	}
-	r, err := reservationFromPod(pod)
+	r, err := reservations.FromPod(pod)
 	if err == nil {
 		err = pl.beyondNode(r, pod)
 	}

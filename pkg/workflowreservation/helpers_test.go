@@ -279,7 +279,7 @@ func boundWithRecord(t *testing.T, pl *WorkflowReservation, pod *v1.Pod, node st
 	if !ok {
 		t.Fatalf("no reservation for %s", pod.Name)
 	}
-	value, err := encodeReservation(&r)
+	value, err := reservations.Encode(&r)
 	if err != nil {
 		t.Fatal(err)
 	}

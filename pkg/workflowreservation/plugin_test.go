@@ -344,7 +344,7 @@ func TestBindRecordsReservation(t *testing.T) {
 	got := runner.DeepCopy()
 	got.Annotations = binding.Annotations
 	got.Spec.NodeName = "n1"
-	r, err := reservationFromPod(got)
+	r, err := reservations.FromPod(got)
 	if err != nil || r == nil {
 		t.Fatalf("the binding carries no readable reservation: %v, %v", r, err)
 	}
@@ -407,7 +407,7 @@ func TestReservationFromPod(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			r, err := reservationFromPod(tc.pod)
+			r, err := reservations.FromPod(tc.pod)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want %q", err, tc.wantErr)

@@ -17,17 +17,6 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
-// Repairs the reconciler makes, as the metric names them.
-const (
-	repairRunnerGone = "runner_gone"
-	repairNodeGone   = "node_gone"
-	repairMoved      = "moved"
-	repairClaimed    = "claimed"
-	repairFinished   = "finished"
-	repairRecovered  = "recovered"
-	repairInvalid    = "invalid"
-)
-
 // reconcile compares the reservations with the cluster and repairs what
 // drifted: a missed informer event, a handler that lost a race, a record
 // that does not exist. Every replica runs it, once before its first
@@ -85,33 +74,33 @@ func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reserv
 	switch {
 	case pod == nil || pod.UID != r.RunnerUID || controllers.IsTerminal(pod):
 		if _, ok := pl.store.Release(r.Runner, r.RunnerUID); ok {
-			pl.repaired(logger, stub(r), repairRunnerGone, fmt.Sprintf("Released %s on node %s: the runner is gone", r.Size, r.Node))
+			pl.repaired(logger, stub(r), metrics.RepairRunnerGone, fmt.Sprintf("Released %s on node %s: the runner is gone", r.Size, r.Node))
 			return true
 		}
 		return false
 	case pod.Spec.NodeName != "" && pod.Spec.NodeName != r.Node:
-		nr, err := reservationFromPod(pod)
+		nr, err := reservations.FromPod(pod)
 		if err != nil || nr == nil {
 			if _, ok := pl.store.Release(r.Runner, r.RunnerUID); ok {
-				pl.repaired(logger, pod, repairMoved, fmt.Sprintf("Released %s on node %s: the runner is bound to node %s and carries no valid record (%v)", r.Size, r.Node, pod.Spec.NodeName, err))
+				pl.repaired(logger, pod, metrics.RepairMoved, fmt.Sprintf("Released %s on node %s: the runner is bound to node %s and carries no valid record (%v)", r.Size, r.Node, pod.Spec.NodeName, err))
 				return true
 			}
 			return false
 		}
 		pl.store.Rebuild(nr)
-		pl.repaired(logger, pod, repairMoved, fmt.Sprintf("Moved the reservation from node %s to node %s, where the runner is bound", r.Node, nr.Node))
+		pl.repaired(logger, pod, metrics.RepairMoved, fmt.Sprintf("Moved the reservation from node %s to node %s, where the runner is bound", r.Node, nr.Node))
 		return true
 	case pod.Spec.NodeName == r.Node:
 		if _, err := pl.nodes.Get(r.Node); apierrors.IsNotFound(err) {
 			if _, ok := pl.store.Release(r.Runner, r.RunnerUID); ok {
 				pl.sh.release(r.RunnerUID)
-				pl.repaired(logger, pod, repairNodeGone, fmt.Sprintf("Released %s: node %s is gone", r.Size, r.Node))
+				pl.repaired(logger, pod, metrics.RepairNodeGone, fmt.Sprintf("Released %s: node %s is gone", r.Size, r.Node))
 			}
 			return false // the node's room is gone with it
 		}
 		if err := pl.beyondNode(&r, pod); err != nil {
 			if _, ok := pl.store.Release(r.Runner, r.RunnerUID); ok {
-				pl.repaired(logger, pod, repairInvalid, "Released: "+err.Error())
+				pl.repaired(logger, pod, metrics.RepairInvalid, "Released: "+err.Error())
 				return true
 			}
 			return false
@@ -131,7 +120,7 @@ func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reserv
 			}
 		}
 		if pl.markDone(r, r.ClaimedBy()) {
-			pl.repaired(logger, pod, repairFinished, fmt.Sprintf("The workflow pod that claimed the reservation on node %s is gone; it holds nothing more", r.Node))
+			pl.repaired(logger, pod, metrics.RepairFinished, fmt.Sprintf("The workflow pod that claimed the reservation on node %s is gone; it holds nothing more", r.Node))
 			return true
 		}
 		return false
@@ -139,14 +128,14 @@ func (pl *WorkflowReservation) reconcileReservation(logger klog.Logger, r reserv
 	for _, wf := range workflows {
 		if wf.Spec.NodeName != "" && !controllers.IsTerminal(wf) && finished[wf.UID] == nil && r.Owns(wf) {
 			pl.observeWorkflow(logger, wf, r.Runner)
-			pl.repaired(logger, pod, repairClaimed, fmt.Sprintf("Workflow pod %s on node %s had not been counted as the reservation's claim", wf.Name, wf.Spec.NodeName))
+			pl.repaired(logger, pod, metrics.RepairClaimed, fmt.Sprintf("Workflow pod %s on node %s had not been counted as the reservation's claim", wf.Name, wf.Spec.NodeName))
 			return true
 		}
 	}
 	for _, wf := range finished {
 		if wf.Namespace == r.Runner.Namespace && wf.Labels[pl.runnerPodLabel] == r.Runner.Name && r.Owns(wf) {
 			if pl.markDone(r, wf.UID) {
-				pl.repaired(logger, pod, repairFinished, fmt.Sprintf("Workflow pod %s already finished; the reservation on node %s holds nothing more", wf.Name, r.Node))
+				pl.repaired(logger, pod, metrics.RepairFinished, fmt.Sprintf("Workflow pod %s already finished; the reservation on node %s holds nothing more", wf.Name, r.Node))
 				return true
 			}
 			return false
@@ -186,7 +175,7 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 			// A valid record is the handlers' to rebuild; an invalid one
 			// (another pod's, or one of an older build without runnerUID)
 			// holds nothing, and the runner is sized again below.
-			if r, err := reservationFromPod(pod); err == nil && r != nil {
+			if r, err := reservations.FromPod(pod); err == nil && r != nil {
 				continue
 			}
 		}
@@ -209,7 +198,7 @@ func (pl *WorkflowReservation) recoverUnrecorded(logger klog.Logger) {
 		}
 		pl.store.Rebuild(r)
 		pl.recordMetrics()
-		pl.repaired(logger, pod, repairRecovered, fmt.Sprintf("Bound without a recorded reservation: holding %s on node %s for its workflow pod from now on (size from %s)", sz.Workflow, pod.Spec.NodeName, sz.Source))
+		pl.repaired(logger, pod, metrics.RepairRecovered, fmt.Sprintf("Bound without a recorded reservation: holding %s on node %s for its workflow pod from now on (size from %s)", sz.Workflow, pod.Spec.NodeName, sz.Source))
 		for _, wf := range pl.workflowPods(key) {
 			if wf.Spec.NodeName != "" && !controllers.IsTerminal(wf) {
 				pl.observeWorkflow(logger, wf, key)

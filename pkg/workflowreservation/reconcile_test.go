@@ -34,7 +34,7 @@ func TestReconcile(t *testing.T) {
 	}{
 		"runner gone": {
 			drift:      func(pl *WorkflowReservation) { pl.store.Take(oneUnitReservation("ghost")) },
-			wantRepair: repairRunnerGone,
+			wantRepair: metrics.RepairRunnerGone,
 			check: func(t *testing.T, pl *WorkflowReservation) {
 				if _, ok := pl.store.Get(key("ghost")); ok {
 					t.Error("reservation of a runner that is gone is still held")
@@ -48,7 +48,7 @@ func TestReconcile(t *testing.T) {
 				r.RunnerUID = "older"
 				pl.store.Take(r)
 			},
-			wantRepair: repairRunnerGone,
+			wantRepair: metrics.RepairRunnerGone,
 		},
 		"node gone": {
 			objs: []runtime.Object{runnerPod("r9").Node("n9").Annotation(contract.ReservationAnnotation, strings.Replace(recordedFor("r9"), `"n1"`, `"n9"`, 1)).Obj()},
@@ -57,7 +57,7 @@ func TestReconcile(t *testing.T) {
 				r.Node = "n9"
 				pl.store.Rebuild(r)
 			},
-			wantRepair: repairNodeGone,
+			wantRepair: metrics.RepairNodeGone,
 			check: func(t *testing.T, pl *WorkflowReservation) {
 				if _, ok := pl.store.Get(key("r9")); ok {
 					t.Error("reservation on a node that is gone is still held")
@@ -71,7 +71,7 @@ func TestReconcile(t *testing.T) {
 				r.Node = "gone"
 				pl.store.Rebuild(r)
 			},
-			wantRepair: repairMoved, // the runner is bound to n1, which its record names
+			wantRepair: metrics.RepairMoved, // the runner is bound to n1, which its record names
 			check: func(t *testing.T, pl *WorkflowReservation) {
 				if r, _ := pl.store.Get(key("r1")); r.Node != "n1" {
 					t.Errorf("reservation on %q, want n1 where the runner is bound", r.Node)
@@ -81,7 +81,7 @@ func TestReconcile(t *testing.T) {
 		"claim missed": {
 			objs:       []runtime.Object{runner("r1").Obj(), workflowPod("r1").Node("n1").Obj()},
 			drift:      func(pl *WorkflowReservation) { pl.store.Take(oneUnitReservation("r1")) },
-			wantRepair: repairClaimed,
+			wantRepair: metrics.RepairClaimed,
 			check: func(t *testing.T, pl *WorkflowReservation) {
 				if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != "r1-workflow" {
 					t.Errorf("claimedBy = %q, want r1-workflow", r.ClaimedBy())
@@ -93,7 +93,7 @@ func TestReconcile(t *testing.T) {
 			drift: func(pl *WorkflowReservation) {
 				pl.store.Take(claimedBy(oneUnitReservation("r1"), "vanished"))
 			},
-			wantRepair: repairFinished,
+			wantRepair: metrics.RepairFinished,
 			check: func(t *testing.T, pl *WorkflowReservation) {
 				if r, _ := pl.store.Get(key("r1")); !r.UsedUp() {
 					t.Error("reservation whose workflow pod is gone still holds room")
@@ -104,7 +104,7 @@ func TestReconcile(t *testing.T) {
 			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").
 				Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation"}`).Obj()},
 			drift:      func(pl *WorkflowReservation) { pl.store.Release(key("r1"), "") },
-			wantRepair: repairRecovered,
+			wantRepair: metrics.RepairRecovered,
 			check: func(t *testing.T, pl *WorkflowReservation) {
 				if r, ok := pl.store.Get(key("r1")); !ok || r.Size.String() != "cpu=2" {
 					t.Errorf("reservation %+v (found %v), want cpu=2 recovered from the sizing annotation", r, ok)
@@ -116,7 +116,7 @@ func TestReconcile(t *testing.T) {
 			drift: func(pl *WorkflowReservation) {
 				pl.store.Release(key("r1"), "")
 			},
-			wantRepair: repairRecovered,
+			wantRepair: metrics.RepairRecovered,
 			check: func(t *testing.T, pl *WorkflowReservation) {
 				if r, ok := pl.store.Get(key("r1")); !ok || r.Size.String() != "cpu=2" || r.Node != "n1" {
 					t.Errorf("reservation %+v (found %v), want cpu=2 on n1 recovered from the annotation", r, ok)

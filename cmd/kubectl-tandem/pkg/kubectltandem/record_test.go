@@ -9,7 +9,7 @@ import (
 	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
 )
 
-// The plugin's checks of a record (reservationFromPod and trusted).
+// The plugin's checks of a record (reservations.FromPod and trusted).
 func TestInvalid(t *testing.T) {
 	good := contract.Recorded{Node: "n1", Requests: rl("cpu=2,pods=2"), StepRequests: rl("cpu=500m,pods=1"), HostPorts: []string{"6379", "53/udp"}}
 	runner := makePod("arc", "r1").runner().node("n1")

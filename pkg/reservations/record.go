@@ -1,4 +1,4 @@
-package workflowreservation
+package reservations
 
 import (
 	"fmt"
@@ -7,12 +7,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
-// encodeReservation is the record of r, the value of
-// contract.ReservationAnnotation.
-func encodeReservation(r *reservations.Reservation) (string, error) {
+// Encode is the record of r, the value of contract.ReservationAnnotation
+// that the Binding of its runner carries.
+func Encode(r *Reservation) (string, error) {
 	rec := contract.Recorded{
 		Node: r.Node, Requests: r.Size.ToList(), Source: r.Source,
 		RunnerUID: r.RunnerUID, StaleWorkflowPods: r.Stale, StaleJob: r.StaleJob,
@@ -26,9 +25,9 @@ func encodeReservation(r *reservations.Reservation) (string, error) {
 	return rec.Encode()
 }
 
-// reservationFromPod rebuilds the reservation recorded on a bound runner pod.
-// It returns nil, nil for pods that carry no reservation or are not bound.
-func reservationFromPod(pod *v1.Pod) (*reservations.Reservation, error) {
+// FromPod rebuilds the reservation recorded on a bound runner pod. It
+// returns nil, nil for pods that carry no reservation or are not bound.
+func FromPod(pod *v1.Pod) (*Reservation, error) {
 	if pod.Spec.NodeName == "" {
 		return nil, nil
 	}
@@ -40,14 +39,14 @@ func reservationFromPod(pod *v1.Pod) (*reservations.Reservation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", contract.ReservationAnnotation, err)
 	}
-	return &reservations.Reservation{
+	return &Reservation{
 		Runner:        types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
 		RunnerUID:     pod.UID,
 		RunnerCreated: pod.CreationTimestamp.Time,
 		Stale:         p.StaleWorkflowPods,
 		Node:          p.Node,
-		Size:          reservations.AmountFromList(p.Requests),
-		Step:          reservations.AmountFromList(p.StepRequests),
+		Size:          AmountFromList(p.Requests),
+		Step:          AmountFromList(p.StepRequests),
 		Ports:         ports,
 		Source:        p.Source,
 		StaleJob:      p.StaleJob,
