@@ -1,7 +1,16 @@
-// Package controllers keeps the cluster in step with tandem's reservations
-// and tandem's reservations in step with the cluster, outside the scheduling
-// cycle:
+// Package controllers keeps tandem's reservations in step with the cluster
+// and the cluster in step with tandem's reservations, outside the scheduling
+// cycle. The Feeder is one scheduler's: every tandem profile's plugin
+// instance joins it (Join) and reads the reservations.Store it feeds.
 //
+//   - the informer handlers (handlers.go): rebuild the reservations recorded
+//     on bound runner pods, note workflow pods' claims, release what is gone;
+//   - the reconciler (reconcile.go), on every replica: repairs what the
+//     handlers missed, recovers runners bound without a record;
+//   - EphemeralRunner tracking (ephemeralrunner.go): the workflow room of a
+//     job without a container goes after noWorkflowPodGrace;
+//   - the hook-template ConfigMap informers (configmaps.go), which retry
+//     the runners waiting for a template;
 //   - Placeholders: in reservationMode Pods, a bound runner's reservation is
 //     also a pod on its node ("<runner>-hold"), created, replaced and deleted
 //     here, yielding to the workflow pod at Permit;
@@ -9,10 +18,12 @@
 //     pod, a pending pod of the pair's size stands for it, for cluster
 //     autoscalers;
 //   - the leader-only work queue both run on: only the leader writes;
-//   - WaitingPods: the pods the plugin turned away, to activate when room
-//     is freed, each no sooner than the scheduler's backoff.
+//   - WaitingPods and their activation (activation.go): the pods the plugin
+//     turned away, activated when room is freed, each no sooner than the
+//     scheduler's backoff;
+//   - the reservation gauges and the leader-only speech (observe.go).
 //
-// The informer handlers that feed the reservation store, the reconciler
-// and EphemeralRunner tracking are still methods of the plugin
-// (pkg/workflowreservation: handlers.go, reconcile.go, ephemeralrunner.go).
+// It depends on the model (pkg/reservations), sizing and a small Cluster
+// interface (clients, informers, Activate) that the framework's Handle
+// satisfies, not on the plugin.
 package controllers

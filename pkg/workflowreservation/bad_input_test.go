@@ -210,7 +210,7 @@ func TestBadInput(t *testing.T) {
 			act: func(ctx context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				finished := runner1.DeepCopy()
 				finished.Status.Phase = v1.PodSucceeded
-				pl.onPodDelete(logger, finished)
+				pl.feeder.OnPodDelete(logger, finished)
 				return schedule(ctx, pl, workflowPod("r1").Req(units("1")).Obj(), nodeInfo(threeUnits))
 			},
 			wantEvent: "Warning " + contract.ReasonNoReservation,
@@ -219,7 +219,7 @@ func TestBadInput(t *testing.T) {
 		"a workflow pod bound to another node than its reservation": {
 			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.onPod(logger, workflowPod("r1").Node("n2").Obj())
+				pl.feeder.OnPod(logger, workflowPod("r1").Node("n2").Obj())
 				return nil
 			},
 			wantEvent: "Normal " + contract.ReasonReleased + " Runs on node n2, not on node n1",
@@ -251,8 +251,8 @@ func TestBadInput(t *testing.T) {
 		"a node deleted under a reservation": {
 			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.onNodeDelete(logger, st.MakeNode().Name("n1").Obj())
-				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj())
+				pl.feeder.OnNodeDelete(logger, st.MakeNode().Name("n1").Obj())
+				pl.feeder.OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj())
 				return nil
 			},
 			wantEvent: "Normal " + contract.ReasonReleased + " Released cpu=1: node n1 was deleted",
@@ -260,7 +260,7 @@ func TestBadInput(t *testing.T) {
 		},
 		"an unreadable recorded reservation": {
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, "{").Obj())
+				pl.feeder.OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, "{").Obj())
 				return nil
 			},
 			wantEvent: "Warning " + contract.ReasonInvalidReservation,
@@ -268,7 +268,7 @@ func TestBadInput(t *testing.T) {
 		},
 		"a reservation recorded for another pod": {
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("copied-from-elsewhere")).Obj())
+				pl.feeder.OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("copied-from-elsewhere")).Obj())
 				return nil
 			},
 			wantEvent: "Warning " + contract.ReasonInvalidReservation + ` annotation tandem.dev/reservation: recorded for pod UID "copied-from-elsewhere"`,
@@ -276,7 +276,7 @@ func TestBadInput(t *testing.T) {
 		},
 		"a recorded reservation of nothing": {
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.onPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"0"},"runnerUID":"r1"}`).Obj())
+				pl.feeder.OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"0"},"runnerUID":"r1"}`).Obj())
 				return nil
 			},
 			wantEvent: "Warning " + contract.ReasonInvalidReservation + " annotation tandem.dev/reservation: holds no valid requests",

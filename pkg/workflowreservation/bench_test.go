@@ -115,8 +115,8 @@ func BenchmarkHandlers(b *testing.B) {
 		for range b.N {
 			r := base // unclaimed, as before the workflow pod came
 			pl.store.Take(&r)
-			pl.onPod(logger, wf)
-			pl.onPodDelete(logger, wf)
+			pl.feeder.OnPod(logger, wf)
+			pl.feeder.OnPodDelete(logger, wf)
 		}
 	})
 }

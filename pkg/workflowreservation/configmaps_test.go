@@ -45,10 +45,10 @@ func TestHookTemplateNamespaces(t *testing.T) {
 	args.HookTemplateNamespaces = []string{"arc"}
 	pl, h := newTestPlugin(t, args, true, hookTemplateIn("arc"), hookTemplateIn("elsewhere"))
 	eventually(t, "the namespace's ConfigMaps listed", func() bool {
-		return pl.sizer.ConfigMaps().(sizing.NamespacedConfigMaps).Listed("arc")
+		return pl.profile.Sizer.ConfigMaps().(sizing.NamespacedConfigMaps).Listed("arc")
 	})
 
-	cached, err := pl.sizer.ConfigMaps().List(labels.Everything())
+	cached, err := pl.profile.Sizer.ConfigMaps().List(labels.Everything())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,21 +96,6 @@ func TestHookTemplateNamespaces(t *testing.T) {
 	})
 }
 
-// Profiles naming the same namespace share its informer.
-func TestConfigMapInformerMadeOnce(t *testing.T) {
-	sh := newShared(nil)
-	made := 0
-	create := func() cache.SharedIndexInformer {
-		made++
-		return cache.NewSharedIndexInformer(nil, &v1.ConfigMap{}, 0, nil)
-	}
-	first, existed := sh.configMapInformer("arc", create)
-	second, existedAgain := sh.configMapInformer("arc", create)
-	if made != 1 || existed || !existedAgain || first != second {
-		t.Errorf("made %d informers (existed %v, then %v, same %v), want one, made by the first call", made, existed, existedAgain, first == second)
-	}
-}
-
 // A namespace whose ConfigMaps are not listed (yet, or ever: RBAC) holds up
 // only the runners whose template is there: they wait, with the reason,
 // instead of being sized by the next source; other pods are scheduled.
@@ -120,15 +105,15 @@ func TestHookTemplateNamespaceNotListed(t *testing.T) {
 	args.HookTemplateNamespaces = []string{"arc"}
 	args.DefaultWorkflowRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}
 	pl, h := newTestPlugin(t, args, true)
-	cms := pl.sizer.ConfigMaps().(sizing.NamespacedConfigMaps)
-	pl.sizer.SetConfigMaps(cms.WithSynced(map[string]cache.InformerSynced{"arc": func() bool { return false }}))
+	cms := pl.profile.Sizer.ConfigMaps().(sizing.NamespacedConfigMaps)
+	pl.profile.Sizer.SetConfigMaps(cms.WithSynced(map[string]cache.InformerSynced{"arc": func() bool { return false }}))
 
 	runner := sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
 	_, status := pl.PreFilter(ctx, framework.NewCycleState(), runner, nil)
 	if status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), "ConfigMaps of namespace arc (hookTemplateNamespaces) are not listed yet") {
 		t.Errorf("runner: status %v, want Unschedulable saying its namespace is not listed yet", status)
 	}
-	if got := pl.sh.waiting.Matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID }); len(got) != 1 {
+	if got := pl.feeder.Waiting().Matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID }); len(got) != 1 {
 		t.Error("the runner does not wait for its namespace's ConfigMaps")
 	}
 	if got := heldReservations(pl); len(got) != 0 {
@@ -199,18 +184,18 @@ func TestNotListedRunnerRetriedWhenListed(t *testing.T) {
 
 // A runner whose namespace is listed during its cycle, after the check,
 // activates itself: the listing and its ConfigMap events may have passed it
-// by. Once listed, the runners waiting there for a template are activated,
-// and no other pod.
+// by. (Once listed, the feeder activates the runners waiting there:
+// controllers.TestListedNamespaceActivatesItsRunners.)
 func TestNotListedRunnerListedDuringCycle(t *testing.T) {
 	ctx := context.Background()
 	// The plugin watches "arc"; the runners here are in "arc2", whose
 	// listing the test drives.
 	pl, h := newTestPlugin(t, notListedArgs(), true)
 	runner := templatedRunner("r", "arc2")
-	cms := pl.sizer.ConfigMaps().(sizing.NamespacedConfigMaps)
+	cms := pl.profile.Sizer.ConfigMaps().(sizing.NamespacedConfigMaps)
 	// Listed right after the runner waited.
-	pl.sizer.SetConfigMaps(cms.WithSynced(map[string]cache.InformerSynced{"arc2": func() bool {
-		return len(pl.sh.waiting.Matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID })) > 0
+	pl.profile.Sizer.SetConfigMaps(cms.WithSynced(map[string]cache.InformerSynced{"arc2": func() bool {
+		return len(pl.feeder.Waiting().Matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID })) > 0
 	}}))
 
 	if _, status := pl.PreFilter(ctx, framework.NewCycleState(), runner, nil); status.Code() != fwk.Unschedulable {
@@ -218,18 +203,5 @@ func TestNotListedRunnerListedDuringCycle(t *testing.T) {
 	}
 	if got := h.activatedPods(); len(got) != 1 || got[0] != "arc2/r" {
 		t.Errorf("activated %v after the namespace was listed during the runner's cycle, want [arc2/r]", got)
-	}
-
-	second := templatedRunner("s", "arc2")
-	turnedAway := st.MakePod().Namespace("arc2").Name("p").UID("p").Obj()
-	elsewhere := templatedRunner("x", "elsewhere")
-	for _, p := range []*v1.Pod{second, turnedAway, elsewhere} {
-		pl.sh.waiting.Add(p)
-	}
-	pl.activateWhenListed(ctx, klogger(t), "arc2", func() bool { return true })
-	got := h.activatedPods()[1:]
-	slices.Sort(got)
-	if want := []string{"arc2/r", "arc2/s"}; !slices.Equal(got, want) {
-		t.Errorf("activated %v once arc2 was listed, want %v", got, want)
 	}
 }

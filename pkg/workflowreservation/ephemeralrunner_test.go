@@ -47,8 +47,9 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
-			pl, _ := newTestPlugin(t, defaultArgs(), false)
-			pl.noWorkflowPodGrace = 10 * time.Millisecond
+			args := defaultArgs()
+			args.NoWorkflowPodGrace.Duration = 10 * time.Millisecond
+			pl, _ := newTestPlugin(t, args, false)
 			r := oneUnitReservation("r1")
 			r.StaleJob = tc.staleJob
 			if tc.claimed {
@@ -57,7 +58,7 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 			pl.store.Take(r)
 			counter := metrics.Releases.WithLabelValues("test", metrics.ReleaseNoWorkflowPod, "false")
 			before, _ := testutil.GetCounterMetricValue(counter)
-			pl.onEphemeralRunner(logger, ephemeralRunner("r1", tc.status))
+			pl.feeder.OnEphemeralRunner(logger, ephemeralRunner("r1", tc.status))
 			if tc.wantRelease {
 				eventually(t, "the reservation is released and counted", func() bool {
 					got, _ := pl.store.Get(key("r1"))
@@ -86,7 +87,7 @@ func TestGraceKeepsPendingWorkflowPod(t *testing.T) {
 	wf := workflowPod("r1").NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj()
 	pl.useListerOf(t, h, wf)
 	pl.store.Take(oneUnitReservation("r1"))
-	pl.releaseWithoutWorkflowPod(logger, key("r1"), "r1")
+	pl.feeder.ReleaseWithoutWorkflowPod(logger, key("r1"), "r1")
 	cs := framework.NewCycleState()
 	pl.PreFilter(context.Background(), cs, wf, nil)
 	if s, _ := getPreFilterState(cs); s == nil || s.kind != kindWorkflow {
@@ -100,7 +101,7 @@ func TestGraceKeepsStepHeadroom(t *testing.T) {
 	pl, h := newTestPlugin(t, defaultArgs(), false)
 	pl.useListerOf(t, h)
 	pl.store.Take(withStep())
-	pl.releaseWithoutWorkflowPod(klogger(t), key("r1"), "r1")
+	pl.feeder.ReleaseWithoutWorkflowPod(klogger(t), key("r1"), "r1")
 	r, _ := pl.store.Get(key("r1"))
 	if got, _ := r.Holds(reservations.RunnerPods{}); got.MilliCPU != 1000 || got.Pods != 1 {
 		t.Errorf("holds cpu=%dm pods=%d after the grace, want the step headroom cpu=1000m pods=1", got.MilliCPU, got.Pods)
@@ -123,7 +124,7 @@ func TestStaleJobRecorded(t *testing.T) {
 	}
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
 	pl.store.Rebuild(back)
-	pl.onEphemeralRunner(klogger(t), &unstructured.Unstructured{Object: map[string]any{
+	pl.feeder.OnEphemeralRunner(klogger(t), &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"namespace": "arc", "name": "r1"}, "status": map[string]any{"jobId": "j0"},
 	}})
 	if got, _ := pl.store.Get(key("r1")); !got.JobStarted().IsZero() {

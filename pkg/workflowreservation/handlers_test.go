@@ -47,7 +47,7 @@ func TestRebuildFromRunnerPods(t *testing.T) {
 	pending := runnerPod("r3").Annotation(contract.ReservationAnnotation, recordedFor("r3")).Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), true, bound, garbage, pending)
 
-	if !pl.synced() {
+	if !pl.feeder.Synced() {
 		t.Fatal("handlers not synced after the informers synced")
 	}
 	got := pl.store.List()
@@ -238,34 +238,6 @@ func TestHookTemplateConfigMapActivatesWaitingRunner(t *testing.T) {
 	})
 }
 
-// Once synced, the latch answers without asking the informers again (their
-// HasSynced takes the lock of their queue).
-func TestLatch(t *testing.T) {
-	calls, answer := 0, false
-	synced := latch(func() bool { calls++; return answer })
-	for range 2 {
-		if synced() {
-			t.Fatal("synced() = true before the informers synced")
-		}
-	}
-	if calls != 2 {
-		t.Fatalf("%d calls before the informers synced, want 2", calls)
-	}
-	answer = true
-	if !synced() || calls != 3 {
-		t.Fatalf("synced() = false or %d calls, want true at the third call", calls)
-	}
-	answer = false // an informer never unsyncs; the latch would not see it
-	for range 5 {
-		if !synced() {
-			t.Fatal("synced() = false after it reported true")
-		}
-	}
-	if calls != 3 {
-		t.Errorf("%d calls after the latch closed, want none beyond 3", calls)
-	}
-}
-
 // A release that lands while a pod's scheduling cycle is running, after its
 // Filter saw the room still reserved, activates the pod: the scheduler's own
 // event for the change has already requeued it, for the cycle the release
@@ -286,7 +258,7 @@ func TestReleaseDuringCycleActivates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The release is counted after the store let go of the room.
-	eventually(t, "the deleted runner's reservation is released", func() bool { return pl.sh.waiting.Releases() > 0 })
+	eventually(t, "the deleted runner's reservation is released", func() bool { return pl.feeder.Waiting().Releases() > 0 })
 	if got := h.activatedPods(); len(got) != 0 {
 		t.Fatalf("activated %v before the pod was turned away", got)
 	}
@@ -312,7 +284,7 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 	logger := klogger(t)
 	pl, h := newTestPlugin(t, defaultArgs(), false)
 	fake := clocktesting.NewFakeClock(time.Now())
-	pl.sh.waiting.Clock = fake
+	pl.feeder.Waiting().Clock = fake
 	pl.store.Take(oneUnitReservation("r1"))
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
 	turnAway := func() {
@@ -328,8 +300,8 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 
 	turnAway()
 	fake.Step(300 * time.Millisecond)
-	pl.activateWaiting(logger)
-	pl.activateWaiting(logger)
+	pl.feeder.ActivateWaiting(logger)
+	pl.feeder.ActivateWaiting(logger)
 	if n := activations(); n != 0 {
 		t.Fatalf("%d activations 300 ms after the pod was turned away, want none before its 1 s backoff ends", n)
 	}
@@ -339,7 +311,7 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 	// Turned away a second time: 2 s.
 	turnAway()
 	fake.Step(100 * time.Millisecond)
-	pl.activateWaiting(logger)
+	pl.feeder.ActivateWaiting(logger)
 	fake.Step(time.Second)
 	if !fake.HasWaiters() || activations() != 1 {
 		t.Fatalf("%d activations, activation pending %v, 1.1 s after the second rejection; want 1 and pending", activations(), fake.HasWaiters())
@@ -383,7 +355,7 @@ func TestActivationBackoffFromArgs(t *testing.T) {
 	args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds = 1, 1
 	pl, h := newTestPlugin(t, args, false)
 	fake := clocktesting.NewFakeClock(time.Now())
-	pl.sh.waiting.Clock = fake
+	pl.feeder.Waiting().Clock = fake
 	pl.store.Take(oneUnitReservation("r1"))
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
 	for i := range 4 {
@@ -392,7 +364,7 @@ func TestActivationBackoffFromArgs(t *testing.T) {
 		pl.Filter(ctx, cs, p, nodeInfo(threeUnits))
 		pl.PostFilter(ctx, cs, p, nil)
 		fake.Step(999 * time.Millisecond)
-		pl.activateWaiting(logger)
+		pl.feeder.ActivateWaiting(logger)
 		if n := len(h.activatedPods()); n != i {
 			t.Fatalf("rejection %d: %d activations before 1 s, want %d", i+1, n, i)
 		}
@@ -424,8 +396,8 @@ func TestRebuildClaimsForTheOldestWorkflowPod(t *testing.T) {
 	wf := workflowPod("r1").Node("n1").CreationTimestamp(created(20)).Req(units("1500m")).Obj()
 	step := st.MakePod().Namespace("arc").Name("r1-step-0a1b").UID("r1-step-0a1b").Label("runner-pod", "r1").
 		Node("n1").CreationTimestamp(created(30)).Req(units("300m")).Obj()
-	pl.pods = orderedPods{step, wf, runner}
-	pl.onPod(logger, runner)
+	pl.feeder.UsePods(orderedPods{step, wf, runner})
+	pl.feeder.OnPod(logger, runner)
 	if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != wf.UID {
 		t.Fatalf("claimed by %q, want the workflow pod %q", r.ClaimedBy(), wf.UID)
 	}
@@ -462,7 +434,7 @@ func TestStaleWorkflowPodOfEarlierIncarnation(t *testing.T) {
 		t.Error("Filter let a pod take the new runner's reserved room: the stale workflow pod counted as its claim")
 	}
 
-	pl.onPod(logger, stale)
+	pl.feeder.OnPod(logger, stale)
 	if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != "" {
 		t.Errorf("the stale workflow pod claimed the new runner's reservation (claimedBy %q)", r.ClaimedBy())
 	}
@@ -501,7 +473,7 @@ func TestRunnerBoundElsewhereThanReserved(t *testing.T) {
 	elsewhere := boundWithRecord(t, pl, runner, "n1")
 	elsewhere.Spec.NodeName = "n2"
 	elsewhere.Annotations[contract.ReservationAnnotation] = strings.Replace(elsewhere.Annotations[contract.ReservationAnnotation], `"node":"n1"`, `"node":"n2"`, 1)
-	pl.onPod(logger, elsewhere)
+	pl.feeder.OnPod(logger, elsewhere)
 	if r, _ := pl.store.Get(key("r1")); r.Node != "n2" {
 		t.Errorf("reservation on %q, want n2 where the runner is bound", r.Node)
 	}
@@ -552,7 +524,7 @@ func TestTerminalRunnerDeliveredAsDelete(t *testing.T) {
 	finished.Status.Phase = v1.PodSucceeded
 	counter := metrics.Releases.WithLabelValues("test", metrics.ReleaseRunnerFinished, "false")
 	before, _ := testutil.GetCounterMetricValue(counter)
-	pl.onPodDelete(logger, finished)
+	pl.feeder.OnPodDelete(logger, finished)
 	after, _ := testutil.GetCounterMetricValue(counter)
 	if after-before != 1 {
 		t.Errorf("releases_total{reason=runner_finished} grew by %v, want 1", after-before)
@@ -576,7 +548,7 @@ func TestNodeDeletionReleaseSticks(t *testing.T) {
 	eventually(t, "the deleted node's reservation is released", func() bool { return pl.store.Empty() })
 	updated := runner.DeepCopy()
 	updated.Labels["touched"] = "yes"
-	pl.onPod(logger, updated)
+	pl.feeder.OnPod(logger, updated)
 	if !pl.store.Empty() {
 		t.Errorf("reservation back after the runner's update: %+v", pl.store.List())
 	}
@@ -590,8 +562,8 @@ func TestRebuildWorkflowPodFirst(t *testing.T) {
 	runner := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	pl, h := newTestPlugin(t, defaultArgs(), false)
 	pl.useListerOf(t, h, wf, runner)
-	pl.onPod(logger, wf)
-	pl.onPod(logger, runner)
+	pl.feeder.OnPod(logger, wf)
+	pl.feeder.OnPod(logger, runner)
 	if r, ok := pl.store.Get(key("r1")); !ok || r.ClaimedBy() != wf.UID {
 		t.Errorf("reservation %+v (found %v), want it claimed by %s", r, ok, wf.UID)
 	}
@@ -651,10 +623,10 @@ func TestNoOpUpdatesKeepNodeVersion(t *testing.T) {
 	pl.useListerOf(t, h)
 	pl.store.Take(oneUnitReservation("r1"))
 	wf := workflowPod("r1").Node("n1").Obj()
-	pl.onPod(logger, wf)
+	pl.feeder.OnPod(logger, wf)
 	v := pl.store.NodeVersion("n1")
 	for range 5 {
-		pl.onPod(logger, wf)
+		pl.feeder.OnPod(logger, wf)
 	}
 	if got := pl.store.NodeVersion("n1"); got != v {
 		t.Errorf("5 no-op updates moved the node's version from %d to %d", v, got)

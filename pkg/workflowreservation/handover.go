@@ -85,7 +85,7 @@ func (pl *WorkflowReservation) handover() bool {
 			if p.Name == names.NodeResourcesFit {
 				pl.handoverAtPermit = false
 				klog.Background().Error(nil, "reservationMode Pods: disable NodeResourcesFit at preFilter and filter in this profile (WorkflowReservation runs it); until then a placeholder yields as soon as its workflow pod exists, which frees its room to other schedulers until the pod is bound",
-					"profile", pl.profile)
+					"profile", pl.profile.Name)
 			}
 		}
 		permit := false
@@ -95,7 +95,7 @@ func (pl *WorkflowReservation) handover() bool {
 		if !permit {
 			pl.handoverAtPermit = false
 			klog.Background().Error(nil, "reservationMode Pods: enable WorkflowReservation at permit (multiPoint does); until then a placeholder yields as soon as its workflow pod exists",
-				"profile", pl.profile)
+				"profile", pl.profile.Name)
 		}
 	})
 	return pl.handoverAtPermit
@@ -104,18 +104,18 @@ func (pl *WorkflowReservation) handover() bool {
 // mayHavePlaceholder says whether the workflow pod's runner may have a
 // placeholder: its profile holds reservations with pods, or one exists.
 func (pl *WorkflowReservation) mayHavePlaceholder(s *preFilterState) bool {
-	if pl.sh.placeholders.Of(s.runner, s.own.RunnerUID) != nil {
+	if pl.feeder.Placeholders().Of(s.runner, s.own.RunnerUID) != nil {
 		return true
 	}
-	if pl.pods == nil {
+	if pl.feeder.Pods() == nil {
 		return false
 	}
-	runner, err := pl.pods.Pods(s.runner.Namespace).Get(s.runner.Name)
+	runner, err := pl.feeder.Pods().Pods(s.runner.Namespace).Get(s.runner.Name)
 	if err != nil || runner.UID != s.own.RunnerUID {
 		return false
 	}
-	owner := pl.sh.profileOf(runner)
-	return owner != nil && owner.reservationMode == config.ReservationModePods
+	owner := pl.feeder.ProfileOf(runner)
+	return owner != nil && owner.ReservationMode == config.ReservationModePods
 }
 
 // handoverState is what a profile knows about its handover, computed once.
@@ -150,7 +150,7 @@ func (pl *WorkflowReservation) fitFilter(ctx context.Context, cs fwk.CycleState,
 // informer, and binding next to it would take its room twice.
 func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	s, err := getPreFilterState(cs)
-	if err != nil || s.kind != kindWorkflow || pl.sh.placeholders == nil {
+	if err != nil || s.kind != kindWorkflow || pl.feeder.Placeholders() == nil {
 		return nil, 0
 	}
 	if c, err := cs.Read(reserveStateKey); err != nil || !c.(*reserveState).claimed {
@@ -160,12 +160,12 @@ func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, po
 		return nil, 0
 	}
 	// Before Permit returns: an Unreserve of this cycle comes after it.
-	pl.sh.placeholders.StartYield(s.own.RunnerUID)
+	pl.feeder.Placeholders().StartYield(s.own.RunnerUID)
 	logger := klog.FromContext(ctx)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), permitTimeout)
 		defer cancel()
-		hold, err := pl.sh.placeholders.Yield(ctx, s.runner, s.own.RunnerUID)
+		hold, err := pl.feeder.Placeholders().Yield(ctx, s.runner, s.own.RunnerUID)
 		// The framework registers the waiting pod once Permit returns.
 		var waiting fwk.WaitingPod
 		_ = wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {

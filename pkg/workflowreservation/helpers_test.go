@@ -156,11 +156,11 @@ func newTestPluginOn(t *testing.T, client *fake.Clientset, args *config.Workflow
 		h.informers.WaitForCacheSync(ctx.Done())
 		// The handlers have seen every object the informers listed, and
 		// the reconciler has made its first pass.
-		if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
+		if !cache.WaitForCacheSync(ctx.Done(), pl.feeder.Synced) {
 			t.Fatal("handlers did not sync")
 		}
-		if pl.sh.leader.IsLeader() {
-			<-pl.reconciled
+		if pl.feeder.Leader().IsLeader() {
+			<-pl.feeder.Reconciled()
 		}
 	}
 	return pl, h
@@ -213,7 +213,7 @@ func (pl *WorkflowReservation) useListerOf(t *testing.T, _ *fakeHandle, pods ...
 			t.Fatal(err)
 		}
 	}
-	pl.pods = corelisters.NewPodLister(indexer)
+	pl.feeder.UsePods(corelisters.NewPodLister(indexer))
 }
 
 func hasNode(objs []runtime.Object, name string) bool {

@@ -130,7 +130,7 @@ func TestNoPairPodWhenRunnerAloneDoesNotFit(t *testing.T) {
 	pl.PreFilter(ctx, cs, runner, nil)
 	// No Filter of this plugin turned it away (another plugin did).
 	pl.PostFilter(ctx, cs, runner, nil)
-	if pl.sh.pairPods.Wanted(runner.UID) {
+	if pl.feeder.PairPods().Wanted(runner.UID) {
 		t.Error("a pair pod is wanted for a runner no node turned away for its workflow pod")
 	}
 }
@@ -142,7 +142,7 @@ func TestReconcilerSweepsLeakedPairPods(t *testing.T) {
 	gone := runnerPod("gone").Obj()
 	leaked := controllers.PairPodFor(gone, reservations.PodAmount(gone), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}), nil, configv1.DefaultPlaceholderImage)
 	pl, h := newTestPlugin(t, pairArgs(), true, leaked)
-	pl.reconcile(ctx)
+	pl.feeder.Reconcile(ctx)
 	waitForPod(t, h, leaked.Name, func(p *v1.Pod) bool { return p == nil })
 }
 
@@ -155,7 +155,7 @@ func TestPairPodsOff(t *testing.T) {
 	pl.PreFilter(ctx, cs, runner, nil)
 	pl.Filter(ctx, cs, runner, nodeInfo(st.MakeNode().Name("n1").Capacity(units("2")).Obj()))
 	pl.PostFilter(ctx, cs, runner, nil)
-	if pl.sh.pairPods.Wanted(runner.UID) {
+	if pl.feeder.PairPods().Wanted(runner.UID) {
 		t.Error("a pair pod is wanted with pairPods off")
 	}
 }

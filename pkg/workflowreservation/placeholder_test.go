@@ -46,7 +46,7 @@ func TestPlaceholderCountsOnce(t *testing.T) {
 	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	node := st.MakeNode().Name("n1").Capacity(units("3")).Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	pl.onPod(klogger(t), runner)
+	pl.feeder.OnPod(klogger(t), runner)
 
 	other := st.MakePod().Namespace("arc").Name("other").UID("other").Req(units("1")).Obj()
 	forged := placeholderOf(runner, "1")
@@ -130,7 +130,7 @@ func TestNoPlaceholderInMemoryMode(t *testing.T) {
 			args := defaultArgs()
 			args.ReservationMode = mode
 			pl, _ := newTestPlugin(t, args, true, runner)
-			_, hold := pl.wantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID})
+			_, hold := pl.feeder.WantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID})
 			if (hold != nil) != want {
 				t.Errorf("placeholder wanted = %v, want %v", hold != nil, want)
 			}
@@ -145,7 +145,7 @@ func TestLostPlaceholderIsRecreated(t *testing.T) {
 	ctx := context.Background()
 	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
-	pl.sh.placeholders.Recheck = 10 * time.Millisecond
+	pl.feeder.Placeholders().Recheck = 10 * time.Millisecond
 
 	first := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
 	// The fake clientset sets no UIDs or resource versions: count the
@@ -190,7 +190,7 @@ func TestPlaceholderHandoverAtPermit(t *testing.T) {
 	if !pl.handover() {
 		t.Fatal("a Pods profile without the stock NodeResourcesFit does not hand over at Permit")
 	}
-	if _, want := pl.wantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil {
+	if _, want := pl.feeder.WantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil {
 		t.Fatal("the placeholder is not wanted while its workflow pod, scheduled by tandem, is pending")
 	}
 

@@ -15,19 +15,20 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
+	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing"
@@ -56,37 +57,20 @@ var (
 	_ fwk.EnqueueExtensions   = &WorkflowReservation{}
 )
 
-// WorkflowReservation is the plugin.
+// WorkflowReservation is the plugin: one instance per profile that enables
+// it, all of one scheduler joined to one controllers.Feeder.
 type WorkflowReservation struct {
-	handle         fwk.Handle
-	sh             *shared
-	store          *reservations.Store
-	runnerSelector labels.Selector
-	runnerPodLabel string
-	sizer          *sizing.Sizer
-	pods           corelisters.PodLister
-	nodes          corelisters.NodeLister
-	jobs           jobLister
-	profile        string
-	scoring        config.ScoringStrategy
-	reconcileEvery time.Duration
-	// noWorkflowPodGrace is how long a reservation whose runner started a
-	// job waits for its workflow pod.
-	noWorkflowPodGrace time.Duration
-	// synced reports whether the informer handlers have seen every
-	// existing pod and node, i.e. the reservations are rebuilt.
-	synced func() bool
-	// reconciled is closed after the reconciler's first pass.
-	reconciled chan struct{}
-	// pairPods: a runner waiting for pair room gets a pair pod.
+	handle fwk.Handle
+	// feeder keeps store in step with the cluster, for every profile.
+	feeder *controllers.Feeder
+	store  *reservations.Store
+	// profile is what the controllers know of this profile: its runners,
+	// their sizing, its events and reservation mode.
+	profile  *controllers.Profile
+	scoring  config.ScoringStrategy
 	pairPods bool
-	// reservationEvents: the routine Normal events (routineEvent) are sent.
-	reservationEvents bool
-	// reservationMode: with Pods, a bound runner's reservation is also a
-	// placeholder pod on its node.
-	reservationMode string
-	// placeholderImage is the image of placeholder and pair pods.
-	placeholderImage string
+	// jobs lists the Jobs that name a step pod's runner (hooks v0.7.0).
+	jobs batchlisters.JobLister
 	// handoverState: with Pods, the in-tree Fit this plugin runs.
 	handoverState
 }
@@ -95,13 +79,23 @@ type WorkflowReservation struct {
 // with no other profile: a scheduler without leader election and with one
 // tandem profile. tandem-scheduler uses NewFactory.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	return newPlugin(ctx, obj, h, newShared(nil))
+	return newPlugin(ctx, obj, h, controllers.NewFeeder(nil))
 }
 
-// newPlugin initializes the plugin from its args; the first instance of a
-// scheduler registers the informer handlers, which rebuild the reservations
-// recorded on runner pods, and runs the reconciler.
-func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared) (fwk.Plugin, error) {
+// NewFactory returns the plugin factory of one scheduler: the instances it
+// creates (one per profile) share their reservations, and speak (events,
+// metrics of held reservations) only while l leads; nil leads always.
+func NewFactory(l *leadership.Leadership) frameworkruntime.PluginFactory {
+	f := controllers.NewFeeder(l)
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return newPlugin(ctx, obj, h, f)
+	}
+}
+
+// newPlugin initializes the plugin from its args and joins it to f; the
+// first instance of a scheduler starts f's informer handlers, which rebuild
+// the reservations recorded on runner pods, and its reconciler.
+func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *controllers.Feeder) (fwk.Plugin, error) {
 	args, ok := obj.(*config.WorkflowReservationArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type WorkflowReservationArgs, got %T", obj)
@@ -118,79 +112,40 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, sh *shared
 		return nil, err
 	}
 	pl := &WorkflowReservation{
-		handle:             h,
-		sh:                 sh,
-		store:              sh.store,
-		runnerSelector:     selector,
-		runnerPodLabel:     args.RunnerPodLabel,
-		sizer:              sz,
-		profile:            h.ProfileName(),
-		scoring:            *args.ScoringStrategy,
-		reconcileEvery:     args.ReconcileInterval.Duration,
-		noWorkflowPodGrace: args.NoWorkflowPodGrace.Duration,
-		reconciled:         make(chan struct{}),
-		pairPods:           args.PairPods,
-		reservationEvents:  args.ReservationEvents,
-		reservationMode:    args.ReservationMode,
-		placeholderImage:   args.PlaceholderImage,
+		handle:   h,
+		feeder:   f,
+		store:    f.Store(),
+		scoring:  *args.ScoringStrategy,
+		pairPods: args.PairPods,
 	}
-	if pl.reservationMode == config.ReservationModePods {
+	pl.profile = &controllers.Profile{
+		Name:              h.ProfileName(),
+		Runners:           selector,
+		RunnerPodLabel:    args.RunnerPodLabel,
+		Sizer:             sz,
+		Recorder:          h.EventRecorder(),
+		ReservationEvents: args.ReservationEvents,
+		ReservationMode:   args.ReservationMode,
+		PlaceholderImage:  args.PlaceholderImage,
+		Handover:          pl.handover,
+	}
+	if args.ReservationMode == config.ReservationModePods {
 		if pl.fit, err = newFit(ctx, h); err != nil {
 			return nil, err
 		}
 	}
 	// The scheduler's, so the same in every profile.
-	sh.waiting.SetBackoff(args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds)
-	first, err := sh.add(pl)
-	if err != nil {
-		return nil, err
-	}
+	f.Waiting().SetBackoff(args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds)
 	metrics.Register()
-	if h.SharedInformerFactory() == nil {
-		// Unit tests without informers.
-		pl.synced = func() bool { return true }
-		close(pl.reconciled)
-		return pl, nil
+	if informers := h.SharedInformerFactory(); informers != nil {
+		pl.jobs = informers.Batch().V1().Jobs().Lister()
 	}
-	informers := h.SharedInformerFactory()
-	configMaps, err := pl.hookTemplates(ctx, args.HookTemplateNamespaces)
-	if err != nil {
+	if err := f.Join(ctx, h, pl.profile, args.HookTemplateNamespaces, controllers.Config{
+		ReconcileInterval:  args.ReconcileInterval.Duration,
+		NoWorkflowPodGrace: args.NoWorkflowPodGrace.Duration,
+	}); err != nil {
 		return nil, err
 	}
-	pl.sizer.SetConfigMaps(configMaps)
-	pl.pods = informers.Core().V1().Pods().Lister()
-	pl.nodes = informers.Core().V1().Nodes().Lister()
-	pl.jobs = informers.Batch().V1().Jobs().Lister()
-	if !first {
-		pl.synced, pl.reconciled = sh.feeder.synced, sh.feeder.reconciled
-		sh.placeholders.Enable(pl.reservationMode)
-		return pl, nil
-	}
-	logger := klog.FromContext(ctx)
-	synced, err := pl.registerHandlers(logger)
-	if err != nil {
-		return nil, err
-	}
-	pl.synced = latch(synced)
-	sh.pairPods = controllers.NewPairPods(h.ClientSet(), pl.pods, informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
-		func(pod *v1.Pod, eventType, reason, note string) {
-			if eventType == v1.EventTypeNormal {
-				pl.routineEvent(pod, reason, "PairPod", func() string { return note }) // one per waiting runner
-				return
-			}
-			pl.event(pod, eventType, reason, "PairPod", note)
-		})
-	go sh.pairPods.Run(ctx)
-	sh.placeholders = controllers.NewPlaceholders(h.ClientSet(), informers.Core().V1().Pods().Informer().GetIndexer(), sh.leader,
-		func(pod *v1.Pod, eventType, reason, note string) {
-			pl.event(pod, eventType, reason, "Placeholder", note)
-		},
-		pl.wantPlaceholder)
-	sh.placeholders.Enable(pl.reservationMode)
-	go sh.placeholders.Run(ctx)
-	go pl.runReconciler(ctx)
-	go pl.speakWhenLeading(ctx)
-	go pl.watchJobs(ctx)
 	return pl, nil
 }
 
@@ -254,27 +209,6 @@ func getPreFilterState(cs fwk.CycleState) (*preFilterState, error) {
 	return s, nil
 }
 
-// isRunner reports whether pod is an ARC runner pod for this profile.
-func (pl *WorkflowReservation) isRunner(pod *v1.Pod) bool {
-	return pl.runnerSelector.Matches(labels.Set(pod.Labels))
-}
-
-// trusted reports whether a recorded reservation on pod may hold room: the
-// pod is a runner of a tandem profile of this scheduler.
-func (pl *WorkflowReservation) trusted(pod *v1.Pod) bool {
-	owner := pl.sh.profileOf(pod)
-	return owner != nil && owner.isRunner(pod)
-}
-
-// runnerOf returns the runner a workflow pod names, if it carries the label.
-func (pl *WorkflowReservation) runnerOf(pod *v1.Pod) (types.NamespacedName, bool) {
-	name, ok := pod.Labels[pl.runnerPodLabel]
-	if !ok || name == "" {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: pod.Namespace, Name: name}, true
-}
-
 // pinnedTo reports whether the pod is tied to node by its own spec: a
 // hostname nodeSelector naming it, or a required node affinity every term of
 // which names it on the hostname label (or by metadata.name). That is how
@@ -325,7 +259,7 @@ func termNames(t v1.NodeSelectorTerm, node string) bool {
 // runner of the same name.
 func (pl *WorkflowReservation) workflowPodUIDs(runner types.NamespacedName) []types.UID {
 	var out []types.UID
-	for _, p := range pl.workflowPods(runner) {
+	for _, p := range pl.feeder.WorkflowPods(runner) {
 		out = append(out, p.UID)
 	}
 	return out
@@ -336,26 +270,26 @@ func (pl *WorkflowReservation) workflowPodUIDs(runner types.NamespacedName) []ty
 func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	// Only the leader schedules.
-	pl.sh.leader.Lead()
+	pl.feeder.Leader().Lead()
 	if contract.IsPairPod(pod) {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, controllers.Truncate(fmt.Sprintf(
 			"pair pod of runner %s: it stands for the runner and its workflow pod for cluster autoscalers and is never bound",
 			klog.KRef(pod.Namespace, pod.Annotations[contract.PairOfAnnotation]))))
 	}
-	if !pl.synced() {
+	if !pl.feeder.Synced() {
 		logger.V(2).Info("Waiting for reservations to be rebuilt before scheduling", "pod", klog.KObj(pod))
-		if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
+		if !cache.WaitForCacheSync(ctx.Done(), pl.feeder.Synced) {
 			return nil, fwk.AsStatus(errors.New("reservations were not rebuilt from runner pods"))
 		}
 	}
 	// The first reconcile recovers runners bound without a valid record
 	// and uses up reservations whose workflow pod finished before a restart.
 	select {
-	case <-pl.reconciled:
+	case <-pl.feeder.Reconciled():
 	default:
 		logger.V(2).Info("Waiting for the first reconcile of reservations before scheduling", "pod", klog.KObj(pod))
 		select {
-		case <-pl.reconciled:
+		case <-pl.feeder.Reconciled():
 		case <-ctx.Done():
 			return nil, fwk.AsStatus(errors.New("reservations were not reconciled"))
 		}
@@ -366,7 +300,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			return nil, status
 		}
 	}
-	s := &preFilterState{releases: pl.sh.waiting.Releases()}
+	s := &preFilterState{releases: pl.feeder.Waiting().Releases()}
 	var result *fwk.PreFilterResult
 	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
 		// A container-step pod of hooks v0.7.0 (its Job names the runner).
@@ -374,7 +308,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		if r, found := pl.store.Get(key); found && !r.UsedUp() && r.Owns(pod) && r.ClaimedBy() != "" && !r.Step.IsZero() {
 			s.kind, s.runner, s.own = kindStep, key, r
 		}
-	} else if runner, ok := pl.runnerOf(pod); ok {
+	} else if runner, ok := pl.feeder.RunnerOf(pod); ok {
 		r, found := pl.store.Get(runner)
 		why := ""
 		switch {
@@ -398,20 +332,20 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		}
 		if why != "" {
 			logger.V(2).Info("Workflow pod claims no reservation; scheduling it as an ordinary pod", "pod", klog.KObj(pod), "reason", why)
-			if pl.sh.firstWarning(pod.UID, contract.ReasonNoReservation) {
+			if pl.feeder.FirstWarning(pod.UID, contract.ReasonNoReservation) {
 				pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoReservation, "Scheduling",
 					"Scheduled as an ordinary pod: %s", why)
 			}
 		}
 	}
-	if s.kind == kindOther && pl.isRunner(pod) {
-		sz := pl.sizer.Size(pod)
+	if s.kind == kindOther && pl.profile.IsRunner(pod) {
+		sz := pl.profile.Sizer.Size(pod)
 		if sz.NotListed != nil {
 			// Retried once the namespace is listed (activateWhenListed) or
 			// its template arrives (onConfigMap).
 			logger.V(2).Info("Runner waits for its namespace's hook templates to be listed", "pod", klog.KObj(pod), "err", sz.NotListed)
-			pl.sh.waiting.Add(pod)
-			if pl.sizer.Listed(pod.Namespace) {
+			pl.feeder.Waiting().Add(pod)
+			if pl.profile.Sizer.Listed(pod.Namespace) {
 				// Listed since the check, maybe before the runner waited:
 				// activateWhenListed and the ConfigMap events may have
 				// passed it by. The pod is in flight; the queue records the
@@ -435,7 +369,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			s.step, s.ports, s.hookMode = sz.Step, sz.Ports, sizing.HookMode(pod)
 		case sz.Intended:
 			// Retried as soon as its hook template's ConfigMap changes.
-			pl.sh.waiting.Add(pod)
+			pl.feeder.Waiting().Add(pod)
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, controllers.Truncate(fmt.Sprintf(
 				"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.Problems))))
 		default:
@@ -445,12 +379,12 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		}
 	} else if _, annotated := pod.Annotations[contract.WorkflowRequestsAnnotation]; annotated && s.kind == kindOther {
 		logger.V(2).Info("Pod carries the workflow size annotation but is not a runner; ignoring it", "pod", klog.KObj(pod))
-		if pl.sh.firstWarning(pod.UID, contract.ReasonIgnoredAnnotation) {
+		if pl.feeder.FirstWarning(pod.UID, contract.ReasonIgnoredAnnotation) {
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIgnoredAnnotation, "Scheduling",
-				"Annotation %s ignored: the pod does not match the runner selector of profile %s", contract.WorkflowRequestsAnnotation, pl.profile)
+				"Annotation %s ignored: the pod does not match the runner selector of profile %s", contract.WorkflowRequestsAnnotation, pl.profile.Name)
 		}
 	}
-	if s.kind == kindOther && pl.store.Empty() && !pl.sh.anyNominated() && pl.fit == nil {
+	if s.kind == kindOther && pl.store.Empty() && !pl.feeder.AnyNominated() && pl.fit == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	s.request = reservations.PodAmount(pod)
@@ -518,14 +452,14 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if s.rejected != nil && s.rejected.Load() {
-		if pl.sh.waiting.TurnedAway(pod, s.releases) {
+		if pl.feeder.Waiting().TurnedAway(pod, s.releases) {
 			klog.FromContext(ctx).V(4).Info("Reserved room was freed during the pod's scheduling cycle; activating it", "pod", klog.KObj(pod))
 			pl.handle.Activate(klog.FromContext(ctx), map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
 		}
 		if s.kind == kindRunner && pl.pairPods {
 			// Some node turned the runner away for its workflow pod only:
 			// an autoscaler would judge the runner schedulable there.
-			pl.sh.pairPods.Ask(pod, controllers.PairPodFor(pod, s.request, s.workflow, append(append([]contract.HostPort(nil), s.hostPorts...), s.ports...), pl.placeholderImage))
+			pl.feeder.PairPods().Ask(pod, controllers.PairPodFor(pod, s.request, s.workflow, append(append([]contract.HostPort(nil), s.hostPorts...), s.ports...), pl.profile.PlaceholderImage))
 		}
 	}
 	logger := klog.FromContext(ctx)
@@ -536,11 +470,11 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 			"runner %s needs %s and its workflow pod %s (from %s); no node has room for both",
 			klog.KObj(pod), s.request, s.workflow, s.source))
 	case kindWorkflow:
-		if hold := pl.sh.placeholders.Of(s.runner, s.own.RunnerUID); hold != nil && !pl.handover() {
+		if hold := pl.feeder.Placeholders().Of(s.runner, s.own.RunnerUID); hold != nil && !pl.handover() {
 			// The stock Fit counts the placeholder: it is being deleted
 			// (tandem-webhook, or the worker nudged here), and its delete
 			// requeues the pod.
-			pl.sh.placeholders.Check(s.runner.Namespace, s.runner.Name, s.own.RunnerUID)
+			pl.feeder.Placeholders().Check(s.runner.Namespace, s.runner.Name, s.own.RunnerUID)
 			logger.V(4).Info("Workflow pod waits for its runner's placeholder to yield", "pod", klog.KObj(pod), "runner", s.runner, "placeholder", klog.KObj(hold))
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 				"workflow pod of runner %s waits for placeholder %s, which holds its room on node %s, to be deleted",
@@ -592,11 +526,11 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 			Source:        s.source,
 			HookMode:      s.hookMode,
 			ReservedAt:    time.Now(),
-			StaleJob:      pl.staleJobOf(runner),
+			StaleJob:      pl.feeder.StaleJobOf(runner),
 		}
 		pl.store.Take(taken)
 		cs.Write(reserveStateKey, &reserveState{taken: taken})
-		pl.recordMetrics()
+		pl.feeder.RecordMetrics()
 		logger.V(4).Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
 	case kindWorkflow:
 		// Elsewhere than reserved (an unpinned workflow pod), the room is
@@ -604,7 +538,7 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 		rs := &reserveState{}
 		rs.claimed, rs.wasUsedUp = pl.store.Claim(s.runner, s.own.RunnerUID, pod.UID, nodeName)
 		cs.Write(reserveStateKey, rs)
-		pl.recordMetrics()
+		pl.feeder.RecordMetrics()
 	}
 	return nil
 }
@@ -630,7 +564,7 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 		// informer has not shown it bound.
 		if pl.store.Return(rs.taken) {
 			logger.V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", rs.taken.Node)
-			metrics.Releases.WithLabelValues(pl.profile, metrics.ReleaseUnreserved, "false").Inc()
+			metrics.Releases.WithLabelValues(pl.profile.Name, metrics.ReleaseUnreserved, "false").Inc()
 		} else if r, ok := pl.store.Get(key); ok && r.RunnerUID == pod.UID {
 			logger.V(2).Info("Binding reported a failure but the runner is bound; keeping its reservation", "runner", klog.KObj(pod), "node", r.Node)
 		}
@@ -642,9 +576,9 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 		}
 		pl.store.Unclaim(s.runner, pod.UID, rs.wasUsedUp)
 		// Holding again: a placeholder deleted at Permit comes back.
-		pl.sh.placeholders.Unyield(s.runner, s.own.RunnerUID)
+		pl.feeder.Placeholders().Unyield(s.runner, s.own.RunnerUID)
 	}
-	pl.recordMetrics()
+	pl.feeder.RecordMetrics()
 }
 
 // PostBind reports the reservation taken or claimed.
@@ -662,11 +596,11 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 			logger.Info("Reserved room for the workflow pod", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String(), "source", s.source,
 				"stepRequests", s.step.String(), "hostPorts", portList(s.ports), "hookMode", s.hookMode)
 		}
-		pl.routineEvent(pod, contract.ReasonReserved, "Reserve", func() string { return reservedNote(s, nodeName) })
+		pl.feeder.RoutineEvent(pod, contract.ReasonReserved, "Reserve", func() string { return reservedNote(s, nodeName) })
 	case kindWorkflow:
-		pl.observeClaim(s.own)
+		pl.feeder.ObserveClaim(pl.profile.Name, s.own)
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName)
-		pl.routineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
+		pl.feeder.RoutineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
 			return fmt.Sprintf("Claimed the reservation of runner %s on node %s", s.runner.Name, nodeName)
 		})
 	}

@@ -507,7 +507,7 @@ func TestBindCommittedButReportedFailed(t *testing.T) {
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
 	cs := reserveRunner(t, pl, runner, "n1")
 
-	pl.onPod(logger, boundWithRecord(t, pl, runner, "n1"))
+	pl.feeder.OnPod(logger, boundWithRecord(t, pl, runner, "n1"))
 	pl.Unreserve(ctx, cs, runner, "n1")
 	if r, ok := pl.store.Get(key("r1")); !ok || r.Node != "n1" {
 		t.Fatalf("after Unreserve of a runner the informer shows bound: reservation %+v (found %v), want it kept on n1", r, ok)
@@ -530,9 +530,9 @@ func TestWorkflowUnreserveKeepsObservedClaim(t *testing.T) {
 	pl.Reserve(ctx, cs, wf, "n1")
 	bound := wf.DeepCopy()
 	bound.Spec.NodeName = "n1"
-	pl.onPod(logger, bound)
+	pl.feeder.OnPod(logger, bound)
 	bound.Status.Phase = v1.PodSucceeded
-	pl.onPodDelete(logger, bound)
+	pl.feeder.OnPodDelete(logger, bound)
 	pl.Unreserve(ctx, cs, wf, "n1")
 	if r, _ := pl.store.Get(key("r1")); !r.UsedUp() {
 		t.Errorf("reservation %+v holds room again after Unreserve; its workflow pod already ran", r)
@@ -549,7 +549,7 @@ func TestReserveKeepsBoundReservation(t *testing.T) {
 	pending := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
 	pl.useListerOf(t, h)
 	reserveRunner(t, pl, pending, "n1")
-	pl.onPod(logger, boundWithRecord(t, pl, pending, "n1"))
+	pl.feeder.OnPod(logger, boundWithRecord(t, pl, pending, "n1"))
 
 	cs := framework.NewCycleState()
 	if _, status := pl.PreFilter(ctx, cs, pending, nil); !status.IsSuccess() {

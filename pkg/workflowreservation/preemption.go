@@ -108,8 +108,8 @@ func (pl *WorkflowReservation) AddPod(ctx context.Context, cs fwk.CycleState, po
 		s.adjust.workflowRemoved = dropUID(s.adjust.workflowRemoved, r.RunnerUID)
 		return nil
 	}
-	if p.Spec.NodeName == "" && pl.trusted(p) {
-		if sz := pl.sizer.Size(p); !sz.Workflow.IsZero() {
+	if p.Spec.NodeName == "" && pl.feeder.Trusted(p) {
+		if sz := pl.profile.Sizer.Size(p); !sz.Workflow.IsZero() {
 			s.adjust.add(nodeInfo.Node().Name, sz.Workflow)
 			klog.FromContext(ctx).V(5).Info("Nominated runner's workflow room counted", "pod", klog.KObj(podToSchedule), "runner", klog.KObj(p), "node", nodeInfo.Node().Name, "size", sz.Workflow.String())
 		}
@@ -140,7 +140,7 @@ func (pl *WorkflowReservation) RemovePod(ctx context.Context, cs fwk.CycleState,
 // nodeInfo's node, claimed (or would claim, if the informer handler has not
 // caught up yet).
 func (pl *WorkflowReservation) reservationOfVictim(p *v1.Pod, nodeInfo fwk.NodeInfo) (reservations.Reservation, bool) {
-	runner, ok := pl.runnerOf(p)
+	runner, ok := pl.feeder.RunnerOf(p)
 	if !ok {
 		return reservations.Reservation{}, false
 	}

@@ -131,7 +131,7 @@ func TestReconcile(t *testing.T) {
 			tc.drift(pl)
 			counter := metrics.Repairs.WithLabelValues("test", tc.wantRepair)
 			before, _ := testutil.GetCounterMetricValue(counter)
-			pl.reconcile(context.Background())
+			pl.feeder.Reconcile(context.Background())
 			after, _ := testutil.GetCounterMetricValue(counter)
 			if after-before != 1 {
 				t.Errorf("repairs_total{kind=%s} grew by %v, want 1", tc.wantRepair, after-before)
@@ -144,7 +144,7 @@ func TestReconcile(t *testing.T) {
 			}
 			// A second pass finds nothing more to repair.
 			before, _ = testutil.GetCounterMetricValue(counter)
-			pl.reconcile(context.Background())
+			pl.feeder.Reconcile(context.Background())
 			if after, _ := testutil.GetCounterMetricValue(counter); after != before {
 				t.Errorf("a second pass repaired %v more", after-before)
 			}
@@ -189,7 +189,7 @@ func TestReconcileReleaseActivates(t *testing.T) {
 		t.Fatal("Filter let the pod take reserved room")
 	}
 	pl.PostFilter(ctx, cs, p, nil)
-	pl.reconcile(ctx)
+	pl.feeder.Reconcile(ctx)
 	// Once its backoff (1 s) is over.
 	eventually(t, "the pod is activated after the reconciler released the ghost's room", func() bool {
 		got := h.activatedPods()

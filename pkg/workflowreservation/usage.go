@@ -5,7 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
@@ -111,7 +110,7 @@ func (pl *WorkflowReservation) runnerPodsOn(rs []*reservations.Reservation, node
 // or (viaJob) the label of the Job that owns it, as hooks v0.7.0 label their
 // container-step Jobs but not the Jobs' pods.
 func (pl *WorkflowReservation) runnerNameOf(p *v1.Pod) (name string, viaJob bool) {
-	if name, ok := p.Labels[pl.runnerPodLabel]; ok {
+	if name, ok := p.Labels[pl.profile.RunnerPodLabel]; ok {
 		return name, false
 	}
 	if pl.jobs == nil {
@@ -125,11 +124,8 @@ func (pl *WorkflowReservation) runnerNameOf(p *v1.Pod) (name string, viaJob bool
 	if err != nil || job.UID != owner.UID {
 		return "", false
 	}
-	return job.Labels[pl.runnerPodLabel], true
+	return job.Labels[pl.profile.RunnerPodLabel], true
 }
-
-// jobLister is where runnerNameOf finds step Jobs.
-type jobLister = batchlisters.JobLister
 
 // podHostPorts returns the host ports pod asks for.
 func podHostPorts(pod *v1.Pod) []contract.HostPort {

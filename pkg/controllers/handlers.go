@@ -1,11 +1,10 @@
-package workflowreservation
+package controllers
 
 import (
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
-	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing"
@@ -29,22 +27,22 @@ const workflowPodIndex = "tandem.dev/runner-pod"
 // reservations recorded on bound runner pods, notes claims by workflow pods,
 // and releases reservations whose runner or node is gone. The returned
 // function reports whether the handlers have seen every existing object.
-func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool, error) {
-	informers := pl.handle.SharedInformerFactory()
+func (f *Feeder) registerHandlers(logger klog.Logger) (func() bool, error) {
+	informers := f.cluster.SharedInformerFactory()
 	podInformer := informers.Core().V1().Pods().Informer()
-	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: pl.indexWorkflowPod, controllers.PairPodIndex: controllers.IndexPairPod, controllers.PlaceholderIndex: controllers.IndexPlaceholder}); err != nil {
+	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: f.indexWorkflowPod, PairPodIndex: IndexPairPod, PlaceholderIndex: IndexPlaceholder}); err != nil {
 		return nil, fmt.Errorf("indexing workflow pods: %w", err)
 	}
 	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { pl.onPod(logger, obj) },
-		UpdateFunc: func(_, obj any) { pl.onPod(logger, obj) },
-		DeleteFunc: func(obj any) { pl.onPodDelete(logger, obj) },
+		AddFunc:    func(obj any) { f.OnPod(logger, obj) },
+		UpdateFunc: func(_, obj any) { f.OnPod(logger, obj) },
+		DeleteFunc: func(obj any) { f.OnPodDelete(logger, obj) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("registering pod handler: %w", err)
 	}
 	nodeReg, err := informers.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) { pl.onNodeDelete(logger, obj) },
+		DeleteFunc: func(obj any) { f.OnNodeDelete(logger, obj) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("registering node handler: %w", err)
@@ -52,44 +50,24 @@ func (pl *WorkflowReservation) registerHandlers(logger klog.Logger) (func() bool
 	return func() bool { return podReg.HasSynced() && nodeReg.HasSynced() }, nil
 }
 
-// latch returns synced that, once it has reported true, reports true
-// without asking again. PreFilter asks on every scheduling cycle, and an
-// informer's HasSynced takes the lock of its queue, which the informer holds
-// while it hands a batch of events to its handlers: in a busy cluster every
-// cycle waited behind the pod informer (1.6 ms on average, 37 ms at the
-// 99th percentile, in the Churn benchmark).
-func latch(synced func() bool) func() bool {
-	var done atomic.Bool
-	return func() bool {
-		if done.Load() {
-			return true
-		}
-		if synced() {
-			done.Store(true)
-			return true
-		}
-		return false
-	}
-}
-
-func (pl *WorkflowReservation) indexWorkflowPod(obj any) ([]string, error) {
+func (f *Feeder) indexWorkflowPod(obj any) ([]string, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		return nil, nil
 	}
-	if runner, ok := pl.runnerOf(pod); ok {
+	if runner, ok := f.RunnerOf(pod); ok {
 		return []string{runner.String()}, nil
 	}
 	return nil, nil
 }
 
-// workflowPods returns the pods labelled as workflow pods of runner, in
+// WorkflowPods returns the pods labelled as workflow pods of runner, in
 // any phase the informer holds, oldest first (creation, then name): the
 // first of a runner incarnation's is its workflow pod, the later ones are
 // container-step pods (hooks v0.8 label them too), whatever order the
 // cache lists them in.
-func (pl *WorkflowReservation) workflowPods(runner types.NamespacedName) []*v1.Pod {
-	out := pl.labelledPods(runner)
+func (f *Feeder) WorkflowPods(runner types.NamespacedName) []*v1.Pod {
+	out := f.labelledPods(runner)
 	slices.SortFunc(out, func(a, b *v1.Pod) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
@@ -100,13 +78,13 @@ func (pl *WorkflowReservation) workflowPods(runner types.NamespacedName) []*v1.P
 }
 
 // labelledPods returns the pods labelled as workflow pods of runner.
-func (pl *WorkflowReservation) labelledPods(runner types.NamespacedName) []*v1.Pod {
-	if pl.pods == nil {
+func (f *Feeder) labelledPods(runner types.NamespacedName) []*v1.Pod {
+	if f.pods == nil {
 		return nil
 	}
 	var out []*v1.Pod
-	if pl.handle.SharedInformerFactory() != nil {
-		objs, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Informer().GetIndexer().ByIndex(workflowPodIndex, runner.String())
+	if f.cluster.SharedInformerFactory() != nil {
+		objs, err := f.cluster.SharedInformerFactory().Core().V1().Pods().Informer().GetIndexer().ByIndex(workflowPodIndex, runner.String())
 		if err == nil {
 			for _, o := range objs {
 				if p, ok := o.(*v1.Pod); ok {
@@ -116,77 +94,80 @@ func (pl *WorkflowReservation) labelledPods(runner types.NamespacedName) []*v1.P
 			return out
 		}
 	}
-	// Without the index (tests that give the plugin a lister of their own).
-	all, err := pl.pods.Pods(runner.Namespace).List(labels.Everything())
+	// Without the index (tests that give the feeder a lister of their own: UsePods).
+	all, err := f.pods.Pods(runner.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil
 	}
 	for _, p := range all {
-		if r, ok := pl.runnerOf(p); ok && r == runner {
+		if r, ok := f.RunnerOf(p); ok && r == runner {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-func (pl *WorkflowReservation) onPod(logger klog.Logger, obj any) {
+// OnPod is the pod informer's add and update handler. It and the other
+// handlers (OnPodDelete, OnNodeDelete, OnEphemeralRunner) are exported for
+// the plugin's tests, which hand them objects in an order of their choosing.
+func (f *Feeder) OnPod(logger klog.Logger, obj any) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		return
 	}
-	if controllers.IsTerminal(pod) {
+	if IsTerminal(pod) {
 		// The scheduler's informer drops terminal pods (a delete); other
 		// informers deliver them as updates.
-		pl.onPodGone(logger, pod, true)
+		f.onPodGone(logger, pod, true)
 		return
 	}
 	if contract.IsPlaceholder(pod) {
-		pl.sh.placeholders.Observed(pod)
+		f.placeholders.Observed(pod)
 		return
 	}
-	if runner, ok := pl.runnerOf(pod); ok {
+	if runner, ok := f.RunnerOf(pod); ok {
 		// A workflow pod exists: its runner's placeholder yields to it.
-		pl.checkPlaceholder(runner)
+		f.checkPlaceholder(runner)
 	}
 	if pod.Spec.NodeName == "" {
-		pl.sh.pairPods.Observed(pod)
-		if pl.isRunner(pod) {
-			pl.sh.setNominated(pod.UID, pod.Status.NominatedNodeName != "")
+		f.pairPods.Observed(pod)
+		if f.firstProfile().IsRunner(pod) {
+			f.setNominated(pod.UID, pod.Status.NominatedNodeName != "")
 		}
 		return
 	}
-	pl.sh.setNominated(pod.UID, false)
-	pl.sh.waiting.Remove(pod.UID)
-	if pl.trusted(pod) {
-		pl.sh.pairPods.Check(pod) // bound: its pair pod goes
+	f.setNominated(pod.UID, false)
+	f.waiting.Remove(pod.UID)
+	if f.Trusted(pod) {
+		f.pairPods.Check(pod) // bound: its pair pod goes
 	}
 	if _, ok := pod.Annotations[contract.ReservationAnnotation]; ok {
-		pl.observeRunner(logger, pod)
+		f.observeRunner(logger, pod)
 	}
-	if pl.trusted(pod) {
-		pl.sh.placeholders.Check(pod.Namespace, pod.Name, pod.UID) // bound: its placeholder comes
+	if f.Trusted(pod) {
+		f.placeholders.Check(pod.Namespace, pod.Name, pod.UID) // bound: its placeholder comes
 	}
-	if runner, ok := pl.runnerOf(pod); ok {
-		pl.observeWorkflow(logger, pod, runner)
+	if runner, ok := f.RunnerOf(pod); ok {
+		f.observeWorkflow(logger, pod, runner)
 	}
 }
 
 // observeRunner rebuilds or confirms the reservation recorded on a bound
 // runner. Only a runner of a tandem profile of this scheduler, whose record
 // was taken for this very pod, holds room.
-func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
-	if !pl.trusted(pod) {
+func (f *Feeder) observeRunner(logger klog.Logger, pod *v1.Pod) {
+	if !f.Trusted(pod) {
 		logger.V(4).Info("Ignoring a recorded reservation on a pod that is not a runner of a tandem profile", "pod", klog.KObj(pod), "schedulerName", pod.Spec.SchedulerName)
 		return
 	}
-	if pl.sh.wasReleased(pod.UID) {
+	if f.wasReleased(pod.UID) {
 		return
 	}
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	if r, ok := pl.store.Get(key); ok && r.RunnerUID == pod.UID {
+	if r, ok := f.store.Get(key); ok && r.RunnerUID == pod.UID {
 		if r.Node == pod.Spec.NodeName {
 			if !r.Bound() {
-				pl.store.MarkBound(key, pod.UID)
+				f.store.MarkBound(key, pod.UID)
 			}
 			return // taken by this scheduler, or already rebuilt
 		}
@@ -194,21 +175,21 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	}
 	r, err := reservations.FromPod(pod)
 	if err == nil {
-		err = pl.beyondNode(r, pod)
+		err = f.beyondNode(r, pod)
 	}
 	if err != nil {
 		logger.Error(err, "Cannot rebuild the reservation of a runner", "pod", klog.KObj(pod))
-		pl.event(pod, v1.EventTypeWarning, contract.ReasonInvalidReservation, "Rebuild", controllers.Truncate(err.Error()))
+		f.Event(pod, v1.EventTypeWarning, contract.ReasonInvalidReservation, "Rebuild", Truncate(err.Error()))
 		return
 	}
-	pl.store.Rebuild(r)
-	pl.recordMetrics()
+	f.store.Rebuild(r)
+	f.RecordMetrics()
 	logger.V(2).Info("Rebuilt reservation from runner pod", "runner", klog.KObj(pod), "node", r.Node, "size", r.Size.String())
 	// Informers deliver existing pods in any order: the workflow pod may
 	// have been seen before its runner.
-	for _, wf := range pl.workflowPods(key) {
-		if wf.Spec.NodeName != "" && !controllers.IsTerminal(wf) {
-			pl.observeWorkflow(logger, wf, key)
+	for _, wf := range f.WorkflowPods(key) {
+		if wf.Spec.NodeName != "" && !IsTerminal(wf) {
+			f.observeWorkflow(logger, wf, key)
 		}
 	}
 }
@@ -216,15 +197,15 @@ func (pl *WorkflowReservation) observeRunner(logger klog.Logger, pod *v1.Pod) {
 // observeWorkflow marks the runner's reservation claimed by a bound workflow
 // pod of the same runner incarnation, whether the scheduler or the pod's own
 // nodeName put it there.
-func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.NamespacedName) {
+func (f *Feeder) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.NamespacedName) {
 	// Most calls are status updates of a pod already counted: nothing to
 	// change, and no write lock to take on the scheduling path's store.
-	if r, ok := pl.store.Get(runner); !ok || (r.ClaimedBy() == pod.UID && r.ClaimSeen()) || (r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID) {
+	if r, ok := f.store.Get(runner); !ok || (r.ClaimedBy() == pod.UID && r.ClaimSeen()) || (r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID) {
 		return
 	}
 	// A workflow pod on another node (not pinned to its runner's) no
 	// longer needs the room: the reservation is used up.
-	taken, seen := pl.store.SeeWorkflowPod(runner, pod)
+	taken, seen := f.store.SeeWorkflowPod(runner, pod)
 	if seen == reservations.SeenStale {
 		logger.V(4).Info("Workflow pod of an earlier runner of the same name; it claims nothing", "pod", klog.KObj(pod), "runner", runner)
 	}
@@ -232,85 +213,88 @@ func (pl *WorkflowReservation) observeWorkflow(logger klog.Logger, pod *v1.Pod, 
 		return
 	}
 	elsewhere := seen == reservations.SeenElsewhere
-	pl.observeClaim(taken)
-	pl.recordMetrics()
+	f.ObserveClaim(f.firstProfile().Name, taken)
+	f.RecordMetrics()
 	if elsewhere {
 		logger.V(2).Info("Workflow pod runs on another node than its runner's reservation; released it", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", taken.Node)
-		pl.event(pod, v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Runs on node %s, not on node %s where runner %s's room was reserved: released the reservation", pod.Spec.NodeName, taken.Node, runner.Name))
+		f.Event(pod, v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Runs on node %s, not on node %s where runner %s's room was reserved: released the reservation", pod.Spec.NodeName, taken.Node, runner.Name))
 	} else {
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.Node)
-		pl.routineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
+		f.RoutineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
 			return fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.Node)
 		})
 	}
-	pl.activateWaiting(logger)
+	f.ActivateWaiting(logger)
 }
 
-func (pl *WorkflowReservation) onPodDelete(logger klog.Logger, obj any) {
+// OnPodDelete is the pod informer's delete handler.
+func (f *Feeder) OnPodDelete(logger klog.Logger, obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	if pod, ok := obj.(*v1.Pod); ok {
-		pl.onPodGone(logger, pod, controllers.IsTerminal(pod))
+		f.onPodGone(logger, pod, IsTerminal(pod))
 	}
 }
 
 // onPodGone releases a runner's reservation, or marks a claimed reservation
 // used up when its workflow pod goes. finished says the pod ran to its end
 // (terminal) rather than being deleted.
-func (pl *WorkflowReservation) onPodGone(logger klog.Logger, pod *v1.Pod, finished bool) {
-	pl.sh.waiting.Remove(pod.UID)
-	pl.sh.forget(pod.UID)
+func (f *Feeder) onPodGone(logger klog.Logger, pod *v1.Pod, finished bool) {
+	f.waiting.Remove(pod.UID)
+	f.forget(pod.UID)
 	if contract.IsPlaceholder(pod) {
-		pl.sh.placeholders.Gone(pod)
+		f.placeholders.Gone(pod)
 		return
 	}
-	if pl.trusted(pod) {
-		pl.sh.pairPods.Check(pod) // gone: its pair pod goes
-		pl.sh.placeholders.Check(pod.Namespace, pod.Name, pod.UID)
+	if f.Trusted(pod) {
+		f.pairPods.Check(pod) // gone: its pair pod goes
+		f.placeholders.Check(pod.Namespace, pod.Name, pod.UID)
 	}
-	if runner, ok := pl.runnerOf(pod); ok {
-		pl.checkPlaceholder(runner)
+	if runner, ok := f.RunnerOf(pod); ok {
+		f.checkPlaceholder(runner)
 	}
 	freed := false
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	if r, ok := pl.store.Release(key, pod.UID); ok {
+	if r, ok := f.store.Release(key, pod.UID); ok {
 		freed = true
 		reason, how := metrics.ReleaseRunnerDeleted, "was deleted"
 		if finished {
 			reason, how = metrics.ReleaseRunnerFinished, "finished"
 		}
-		pl.countRelease(reason, r.ClaimedBy() != "")
+		f.countRelease(reason, r.ClaimedBy() != "")
 		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.Node, "reason", reason)
 		if r.ClaimedBy() == "" {
-			pl.routineEvent(pod, contract.ReasonReleased, "Release", func() string {
+			f.RoutineEvent(pod, contract.ReasonReleased, "Release", func() string {
 				return fmt.Sprintf("Released %s on node %s unclaimed: the runner %s", r.Size, r.Node, how)
 			})
 		}
 	}
-	if runner, ok := pl.runnerOf(pod); ok {
-		if pl.store.WorkflowPodGone(runner, pod.UID) {
+	if runner, ok := f.RunnerOf(pod); ok {
+		if f.store.WorkflowPodGone(runner, pod.UID) {
 			freed = true
 		}
 	}
 	if freed {
-		pl.recordMetrics()
-		pl.activateWaiting(logger)
+		f.RecordMetrics()
+		f.ActivateWaiting(logger)
 	}
 }
 
 // checkPlaceholder has the placeholder worker look at the runner's
 // placeholder, if the runner holds a reservation.
-func (pl *WorkflowReservation) checkPlaceholder(runner types.NamespacedName) {
-	if pl.sh.placeholders == nil {
+func (f *Feeder) checkPlaceholder(runner types.NamespacedName) {
+	if f.placeholders == nil {
 		return
 	}
-	if r, ok := pl.store.Get(runner); ok {
-		pl.sh.placeholders.Check(runner.Namespace, runner.Name, r.RunnerUID)
+	if r, ok := f.store.Get(runner); ok {
+		f.placeholders.Check(runner.Namespace, runner.Name, r.RunnerUID)
 	}
 }
 
-func (pl *WorkflowReservation) onNodeDelete(logger klog.Logger, obj any) {
+// OnNodeDelete is the node informer's delete handler: the reservations on
+// the node go with it.
+func (f *Feeder) OnNodeDelete(logger klog.Logger, obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -318,64 +302,40 @@ func (pl *WorkflowReservation) onNodeDelete(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
-	gone := pl.store.ReleaseNode(node.Name)
+	gone := f.store.ReleaseNode(node.Name)
 	for _, r := range gone {
-		pl.sh.release(r.RunnerUID)
-		pl.countRelease(metrics.ReleaseNodeDeleted, r.ClaimedBy() != "")
+		f.release(r.RunnerUID)
+		f.countRelease(metrics.ReleaseNodeDeleted, r.ClaimedBy() != "")
 		logger.V(2).Info("Released reservation", "runner", r.Runner, "node", r.Node, "reason", metrics.ReleaseNodeDeleted)
-		pl.event(stub(*r), v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Released %s: node %s was deleted", r.Size, r.Node))
+		f.Event(stub(*r), v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Released %s: node %s was deleted", r.Size, r.Node))
 	}
 	if len(gone) > 0 {
-		pl.recordMetrics()
+		f.RecordMetrics()
 	}
 }
 
 // onConfigMap retries the runners waiting for a hook template in this
 // ConfigMap: the scheduler has no event for ConfigMaps, and would otherwise
 // retry them only at its periodic flush.
-func (pl *WorkflowReservation) onConfigMap(logger klog.Logger, obj any) {
+func (f *Feeder) onConfigMap(logger klog.Logger, obj any) {
 	cm, ok := obj.(*v1.ConfigMap)
 	if !ok {
 		return
 	}
-	pods := pl.sh.waiting.Matching(func(pod *v1.Pod, _ time.Time) bool {
+	pods := f.waiting.Matching(func(pod *v1.Pod, _ time.Time) bool {
 		ref, err := sizing.FindHookTemplate(pod)
 		return err == nil && ref != nil && pod.Namespace == cm.Namespace && ref.ConfigMap == cm.Name
 	})
 	if len(pods) > 0 {
 		logger.V(4).Info("Hook template changed, activating its waiting runners", "configMap", klog.KObj(cm), "count", len(pods))
-		pl.handle.Activate(logger, pods)
-	}
-}
-
-// event records an event on pod if this replica leads.
-func (pl *WorkflowReservation) event(pod *v1.Pod, eventType, reason, action, note string) {
-	if rec := pl.sh.recorder(pod); rec != nil {
-		rec.Eventf(pod, nil, eventType, reason, action, "%s", note)
-	}
-}
-
-// routineEvent sends a Normal event that every job would produce (a
-// reservation taken, claimed, released as planned; a pair pod created for a
-// waiting runner) if the pod's profile
-// (else this one) has reservationEvents on. Each is an API write, an Event
-// with a TTL lease in etcd, per job; the reservation is on the runner's
-// record (contract.ReservationAnnotation) whatever this says. note is built only for
-// an event that is sent.
-func (pl *WorkflowReservation) routineEvent(pod *v1.Pod, reason, action string, note func() string) {
-	owner := pl.sh.profileOf(pod)
-	if owner == nil {
-		owner = pl
-	}
-	if owner.reservationEvents {
-		pl.event(pod, v1.EventTypeNormal, reason, action, controllers.Truncate(note()))
+		f.cluster.Activate(logger, pods)
 	}
 }
 
 // countRelease counts a release if this replica leads.
-func (pl *WorkflowReservation) countRelease(reason string, claimed bool) {
-	if pl.sh.leader.IsLeader() {
-		metrics.Releases.WithLabelValues(pl.profile, reason, strconv.FormatBool(claimed)).Inc()
+func (f *Feeder) countRelease(reason string, claimed bool) {
+	if f.leader.IsLeader() {
+		metrics.Releases.WithLabelValues(f.firstProfile().Name, reason, strconv.FormatBool(claimed)).Inc()
 	}
 }
 
@@ -383,11 +343,11 @@ func (pl *WorkflowReservation) countRelease(reason string, claimed bool) {
 // node, even empty: no reservation tandem takes is that large, so the record
 // (or the runner's sizing) is not to be trusted with the node. A node not in
 // the cache yet is checked by the reconciler later.
-func (pl *WorkflowReservation) beyondNode(r *reservations.Reservation, runner *v1.Pod) error {
-	if pl.nodes == nil {
+func (f *Feeder) beyondNode(r *reservations.Reservation, runner *v1.Pod) error {
+	if f.nodes == nil {
 		return nil
 	}
-	node, err := pl.nodes.Get(r.Node)
+	node, err := f.nodes.Get(r.Node)
 	if err != nil {
 		return nil //nolint:nilerr // not in the cache yet: the reconciler checks again
 	}

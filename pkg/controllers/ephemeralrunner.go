@@ -1,4 +1,4 @@
-package workflowreservation
+package controllers
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
-	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
 )
 
@@ -29,9 +28,9 @@ import (
 
 // watchJobs runs an informer on EphemeralRunners once the API serves them,
 // looking again every reconcile interval until it does.
-func (pl *WorkflowReservation) watchJobs(ctx context.Context) {
+func (f *Feeder) watchJobs(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	cfg := pl.handle.KubeConfig()
+	cfg := f.cluster.KubeConfig()
 	if cfg == nil {
 		return
 	}
@@ -42,7 +41,7 @@ func (pl *WorkflowReservation) watchJobs(ctx context.Context) {
 	}
 	told := false
 	served := func(context.Context) (bool, error) {
-		list, err := pl.handle.ClientSet().Discovery().ServerResourcesForGroupVersion(contract.EphemeralRunnerResource.GroupVersion().String())
+		list, err := f.cluster.ClientSet().Discovery().ServerResourcesForGroupVersion(contract.EphemeralRunnerResource.GroupVersion().String())
 		if err == nil {
 			for _, r := range list.APIResources {
 				if r.Name == contract.EphemeralRunnerResource.Resource {
@@ -56,27 +55,27 @@ func (pl *WorkflowReservation) watchJobs(ctx context.Context) {
 		}
 		return false, nil
 	}
-	if err := wait.PollUntilContextCancel(ctx, pl.reconcileEvery, true, served); err != nil {
+	if err := wait.PollUntilContextCancel(ctx, f.reconcileEvery, true, served); err != nil {
 		return
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	informer := factory.ForResource(contract.EphemeralRunnerResource)
 	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { pl.onEphemeralRunner(logger, obj) },
-		UpdateFunc: func(_, obj any) { pl.onEphemeralRunner(logger, obj) },
+		AddFunc:    func(obj any) { f.OnEphemeralRunner(logger, obj) },
+		UpdateFunc: func(_, obj any) { f.OnEphemeralRunner(logger, obj) },
 	}); err != nil {
 		logger.Error(err, "Registering the EphemeralRunner handler")
 		return
 	}
-	pl.sh.setEphemeralRunners(informer.Lister())
-	logger.V(2).Info("Watching EphemeralRunners: reservations of jobs without a container are released after the grace", "grace", pl.noWorkflowPodGrace)
+	f.setEphemeralRunners(informer.Lister())
+	logger.V(2).Info("Watching EphemeralRunners: reservations of jobs without a container are released after the grace", "grace", f.noWorkflowPodGrace)
 	factory.Start(ctx.Done())
 }
 
-// onEphemeralRunner starts the grace of a reservation whose runner took a
+// OnEphemeralRunner starts the grace of a reservation whose runner took a
 // job that is not the one (if any) the EphemeralRunner showed when the
 // reservation was taken.
-func (pl *WorkflowReservation) onEphemeralRunner(logger klog.Logger, obj any) {
+func (f *Feeder) OnEphemeralRunner(logger klog.Logger, obj any) {
 	er, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
@@ -86,50 +85,50 @@ func (pl *WorkflowReservation) onEphemeralRunner(logger klog.Logger, obj any) {
 		return
 	}
 	key := types.NamespacedName{Namespace: er.GetNamespace(), Name: er.GetName()}
-	uid := pl.store.JobStarted(key, job, time.Now())
+	uid := f.store.JobStarted(key, job, time.Now())
 	if uid == "" {
 		return
 	}
-	logger.V(4).Info("Runner started a job; waiting for its workflow pod", "runner", key, "job", job, "grace", pl.noWorkflowPodGrace)
-	time.AfterFunc(pl.noWorkflowPodGrace, func() { pl.releaseWithoutWorkflowPod(logger, key, uid) })
+	logger.V(4).Info("Runner started a job; waiting for its workflow pod", "runner", key, "job", job, "grace", f.noWorkflowPodGrace)
+	time.AfterFunc(f.noWorkflowPodGrace, func() { f.ReleaseWithoutWorkflowPod(logger, key, uid) })
 }
 
-// releaseWithoutWorkflowPod gives back the workflow room of a reservation
+// ReleaseWithoutWorkflowPod gives back the workflow room of a reservation
 // whose job started and whose workflow pod did not come: a job without a
 // container. A workflow pod that exists but waits to be scheduled still
 // claims it. The step headroom stays held until the runner ends: such a job
 // may still run container steps (hooks v0.7.0 pin them to the node).
-func (pl *WorkflowReservation) releaseWithoutWorkflowPod(logger klog.Logger, key types.NamespacedName, uid types.UID) {
-	if r, ok := pl.store.Get(key); ok {
-		for _, wf := range pl.workflowPods(key) {
-			if !controllers.IsTerminal(wf) && r.Owns(wf) {
+func (f *Feeder) ReleaseWithoutWorkflowPod(logger klog.Logger, key types.NamespacedName, uid types.UID) {
+	if r, ok := f.store.Get(key); ok {
+		for _, wf := range f.WorkflowPods(key) {
+			if !IsTerminal(wf) && r.Owns(wf) {
 				logger.V(4).Info("Runner's workflow pod exists; keeping its reservation past the grace", "runner", key, "pod", klog.KObj(wf))
 				return
 			}
 		}
 	}
-	r, released := pl.store.ReleaseWorkflowRoom(key, uid)
+	r, released := f.store.ReleaseWorkflowRoom(key, uid)
 	if !released {
 		return
 	}
-	pl.recordMetrics()
-	pl.countRelease(metrics.ReleaseNoWorkflowPod, false)
-	logger.V(2).Info("Released the reservation of a job without a workflow pod", "runner", key, "node", r.Node, "grace", pl.noWorkflowPodGrace)
-	pl.routineEvent(stub(r), contract.ReasonReleased, "Release", func() string {
-		note := fmt.Sprintf("Released %s on node %s: the runner's job started %s ago and no workflow pod came (a job without a container)", r.Size.Sub(r.Step), r.Node, pl.noWorkflowPodGrace)
+	f.RecordMetrics()
+	f.countRelease(metrics.ReleaseNoWorkflowPod, false)
+	logger.V(2).Info("Released the reservation of a job without a workflow pod", "runner", key, "node", r.Node, "grace", f.noWorkflowPodGrace)
+	f.RoutineEvent(stub(r), contract.ReasonReleased, "Release", func() string {
+		note := fmt.Sprintf("Released %s on node %s: the runner's job started %s ago and no workflow pod came (a job without a container)", r.Size.Sub(r.Step), r.Node, f.noWorkflowPodGrace)
 		if !r.Step.IsZero() {
 			note += fmt.Sprintf("; %s stays held for container-step pods", r.Step)
 		}
 		return note
 	})
-	pl.activateAllWaiting(logger)
+	f.activateAllWaiting(logger)
 }
 
-// staleJobOf returns the job the runner's EphemeralRunner shows now, if the
+// StaleJobOf returns the job the runner's EphemeralRunner shows now, if the
 // EphemeralRunners are watched: taken before the reservation, it is not
 // the reservation's.
-func (pl *WorkflowReservation) staleJobOf(runner types.NamespacedName) string {
-	lister := pl.sh.ephemeralRunnerLister()
+func (f *Feeder) StaleJobOf(runner types.NamespacedName) string {
+	lister := f.ephemeralRunnerLister()
 	if lister == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package workflowreservation
+package controllers
 
 import (
 	"context"
@@ -18,46 +18,46 @@ import (
 // replica: a standby's store must hold what the leader's holds (a runner
 // recovered without a record, a finished workflow pod), or a failover would
 // lose it. Only the leader says what it repaired (events, metrics).
-func (pl *WorkflowReservation) runReconciler(ctx context.Context) {
-	if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
+func (f *Feeder) runReconciler(ctx context.Context) {
+	if !cache.WaitForCacheSync(ctx.Done(), f.synced) {
 		return
 	}
 	first := true
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		pl.reconcile(ctx)
+		f.Reconcile(ctx)
 		if first {
 			first = false
-			close(pl.reconciled)
+			close(f.reconciled)
 		}
-	}, pl.reconcileEvery)
+	}, f.reconcileEvery)
 }
 
 // speakWhenLeading waits until this replica leads, then exports the
 // reservation gauges. A standby keeps its store warm but says nothing:
 // every replica would say it once.
-func (pl *WorkflowReservation) speakWhenLeading(ctx context.Context) {
+func (f *Feeder) speakWhenLeading(ctx context.Context) {
 	select {
-	case <-pl.sh.leader.Elected():
+	case <-f.leader.Elected():
 	case <-ctx.Done():
 		return
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), pl.synced) {
+	if !cache.WaitForCacheSync(ctx.Done(), f.synced) {
 		return
 	}
-	klog.FromContext(ctx).V(2).Info("Leading: exporting reservation metrics, reporting repairs", "reconcileInterval", pl.reconcileEvery)
-	pl.recordMetrics()
+	klog.FromContext(ctx).V(2).Info("Leading: exporting reservation metrics, reporting repairs", "reconcileInterval", f.reconcileEvery)
+	f.RecordMetrics()
 }
 
-// recordMetrics sets the reservation gauges from the store's tally, if this
+// RecordMetrics sets the reservation gauges from the store's tally, if this
 // replica leads.
-func (pl *WorkflowReservation) recordMetrics() {
-	if !pl.sh.leader.IsLeader() {
+func (f *Feeder) RecordMetrics() {
+	if !f.leader.IsLeader() {
 		return
 	}
 	// The reservations of every profile are one set: the gauges carry the
 	// first profile's name only, so that they do not add up twice.
-	profile := pl.sh.feederProfile()
-	byPhase, held := pl.store.Counts()
+	profile := f.firstProfile().Name
+	byPhase, held := f.store.Counts()
 	for phase, n := range byPhase {
 		metrics.Reservations.WithLabelValues(profile, phase).Set(float64(n))
 	}
@@ -69,9 +69,10 @@ func (pl *WorkflowReservation) recordMetrics() {
 	}
 }
 
-// observeClaim records how long r waited for its workflow pod.
-func (pl *WorkflowReservation) observeClaim(r reservations.Reservation) {
-	if !r.ReservedAt.IsZero() && pl.sh.leader.IsLeader() {
-		metrics.ClaimDuration.WithLabelValues(pl.profile).Observe(time.Since(r.ReservedAt).Seconds())
+// ObserveClaim records how long r waited for its workflow pod, claimed in
+// profile.
+func (f *Feeder) ObserveClaim(profile string, r reservations.Reservation) {
+	if !r.ReservedAt.IsZero() && f.leader.IsLeader() {
+		metrics.ClaimDuration.WithLabelValues(profile).Observe(time.Since(r.ReservedAt).Seconds())
 	}
 }

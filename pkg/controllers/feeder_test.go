@@ -1,0 +1,106 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
+)
+
+// fakeCluster is a scheduler without informers that records the pods the
+// feeder activates.
+type fakeCluster struct {
+	mu        sync.Mutex
+	activated []string
+}
+
+func (*fakeCluster) ClientSet() clientset.Interface                         { return fake.NewClientset() }
+func (*fakeCluster) KubeConfig() *rest.Config                               { return nil }
+func (*fakeCluster) SharedInformerFactory() informers.SharedInformerFactory { return nil }
+func (c *fakeCluster) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name := range pods {
+		c.activated = append(c.activated, name)
+	}
+}
+
+// Once synced, the latch answers without asking the informers again (their
+// HasSynced takes the lock of their queue).
+func TestLatch(t *testing.T) {
+	calls, answer := 0, false
+	synced := latch(func() bool { calls++; return answer })
+	for range 2 {
+		if synced() {
+			t.Fatal("synced() = true before the informers synced")
+		}
+	}
+	if calls != 2 {
+		t.Fatalf("%d calls before the informers synced, want 2", calls)
+	}
+	answer = true
+	if !synced() || calls != 3 {
+		t.Fatalf("synced() = false or %d calls, want true at the third call", calls)
+	}
+	answer = false // an informer never unsyncs; the latch would not see it
+	for range 5 {
+		if !synced() {
+			t.Fatal("synced() = false after it reported true")
+		}
+	}
+	if calls != 3 {
+		t.Errorf("%d calls after the latch closed, want none beyond 3", calls)
+	}
+}
+
+// Profiles naming the same namespace share its informer.
+func TestConfigMapInformerMadeOnce(t *testing.T) {
+	f := NewFeeder(nil)
+	made := 0
+	create := func() cache.SharedIndexInformer {
+		made++
+		return cache.NewSharedIndexInformer(nil, &v1.ConfigMap{}, 0, nil)
+	}
+	first, existed := f.configMapInformer("arc", create)
+	second, existedAgain := f.configMapInformer("arc", create)
+	if made != 1 || existed || !existedAgain || first != second {
+		t.Errorf("made %d informers (existed %v, then %v, same %v), want one, made by the first call", made, existed, existedAgain, first == second)
+	}
+}
+
+// Once a hook template namespace is listed, the runners waiting there for a
+// template are activated, and no other pod.
+func TestListedNamespaceActivatesItsRunners(t *testing.T) {
+	c := &fakeCluster{}
+	f := NewFeeder(nil)
+	f.cluster = c
+	templated := func(name, namespace string) *v1.Pod {
+		return sizingtest.WithHookTemplate(runnerPod(name).Namespace(namespace).Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
+	}
+	for _, p := range []*v1.Pod{
+		templated("r", "arc2"), templated("s", "arc2"),
+		st.MakePod().Namespace("arc2").Name("p").UID("p").Obj(), // turned away, no template
+		templated("x", "elsewhere"),
+	} {
+		f.Waiting().Add(p)
+	}
+	logger, _ := ktesting.NewTestContext(t)
+	f.activateWhenListed(context.Background(), logger, "arc2", func() bool { return true })
+	got := append([]string(nil), c.activated...)
+	slices.Sort(got)
+	if want := []string{"arc2/r", "arc2/s"}; !slices.Equal(got, want) {
+		t.Errorf("activated %v once arc2 was listed, want %v", got, want)
+	}
+}

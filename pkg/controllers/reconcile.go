@@ -1,0 +1,221 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/metrics"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
+)
+
+// Reconcile compares the reservations with the cluster and repairs what
+// drifted: a missed informer event, a handler that lost a race, a record
+// that does not exist. Every replica runs it, once before its first
+// scheduling cycle and then every reconcileInterval, so that a standby's
+// store matches the leader's; each repair is a log line everywhere, and on
+// the leader also an event on the runner and a count of
+// scheduler_workflow_reservation_repairs_total.
+func (f *Feeder) Reconcile(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("reconciler")
+	finished := f.finishedWorkflowPods(ctx, logger)
+	freed := false
+	for _, r := range f.store.List() {
+		freed = f.reconcileReservation(logger, r, finished) || freed
+	}
+	f.recoverUnrecorded(logger)
+	f.pairPods.Sweep()
+	if f.placeholders != nil {
+		f.placeholders.Sweep(f.store.List())
+	}
+	if freed {
+		// No cluster event announces these releases.
+		f.activateAllWaiting(logger)
+	}
+}
+
+// finishedWorkflowPods lists the terminal workflow pods: the scheduler's
+// informer does not hold them, and a reservation rebuilt after its workflow
+// pod finished would otherwise hold room until its runner ends.
+func (f *Feeder) finishedWorkflowPods(ctx context.Context, logger klog.Logger) map[types.UID]*v1.Pod {
+	list, err := f.cluster.ClientSet().CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		LabelSelector:   f.runnerPodLabel,
+		FieldSelector:   "status.phase!=" + string(v1.PodPending) + ",status.phase!=" + string(v1.PodRunning) + ",status.phase!=" + string(v1.PodUnknown),
+		ResourceVersion: "0",
+	})
+	if err != nil {
+		logger.Error(err, "Listing finished workflow pods")
+		return nil
+	}
+	out := map[types.UID]*v1.Pod{}
+	for i := range list.Items {
+		if p := &list.Items[i]; IsTerminal(p) {
+			out[p.UID] = p
+		}
+	}
+	return out
+}
+
+// reconcileReservation repairs r; it reports whether it freed room.
+func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reservation, finished map[types.UID]*v1.Pod) bool {
+	pod, err := f.pods.Pods(r.Runner.Namespace).Get(r.Runner.Name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Getting a runner", "runner", r.Runner)
+		return false
+	}
+	switch {
+	case pod == nil || pod.UID != r.RunnerUID || IsTerminal(pod):
+		if _, ok := f.store.Release(r.Runner, r.RunnerUID); ok {
+			f.repaired(logger, stub(r), metrics.RepairRunnerGone, fmt.Sprintf("Released %s on node %s: the runner is gone", r.Size, r.Node))
+			return true
+		}
+		return false
+	case pod.Spec.NodeName != "" && pod.Spec.NodeName != r.Node:
+		nr, err := reservations.FromPod(pod)
+		if err != nil || nr == nil {
+			if _, ok := f.store.Release(r.Runner, r.RunnerUID); ok {
+				f.repaired(logger, pod, metrics.RepairMoved, fmt.Sprintf("Released %s on node %s: the runner is bound to node %s and carries no valid record (%v)", r.Size, r.Node, pod.Spec.NodeName, err))
+				return true
+			}
+			return false
+		}
+		f.store.Rebuild(nr)
+		f.repaired(logger, pod, metrics.RepairMoved, fmt.Sprintf("Moved the reservation from node %s to node %s, where the runner is bound", r.Node, nr.Node))
+		return true
+	case pod.Spec.NodeName == r.Node:
+		if _, err := f.nodes.Get(r.Node); apierrors.IsNotFound(err) {
+			if _, ok := f.store.Release(r.Runner, r.RunnerUID); ok {
+				f.release(r.RunnerUID)
+				f.repaired(logger, pod, metrics.RepairNodeGone, fmt.Sprintf("Released %s: node %s is gone", r.Size, r.Node))
+			}
+			return false // the node's room is gone with it
+		}
+		if err := f.beyondNode(&r, pod); err != nil {
+			if _, ok := f.store.Release(r.Runner, r.RunnerUID); ok {
+				f.repaired(logger, pod, metrics.RepairInvalid, "Released: "+err.Error())
+				return true
+			}
+			return false
+		}
+		if !r.Bound() {
+			f.store.MarkBound(r.Runner, r.RunnerUID)
+		}
+	}
+	if r.UsedUp() {
+		return false
+	}
+	workflows := f.WorkflowPods(r.Runner)
+	if r.ClaimedBy() != "" {
+		for _, wf := range workflows {
+			if wf.UID == r.ClaimedBy() && !IsTerminal(wf) && finished[wf.UID] == nil {
+				return false
+			}
+		}
+		if f.markDone(r, r.ClaimedBy()) {
+			f.repaired(logger, pod, metrics.RepairFinished, fmt.Sprintf("The workflow pod that claimed the reservation on node %s is gone; it holds nothing more", r.Node))
+			return true
+		}
+		return false
+	}
+	for _, wf := range workflows {
+		if wf.Spec.NodeName != "" && !IsTerminal(wf) && finished[wf.UID] == nil && r.Owns(wf) {
+			f.observeWorkflow(logger, wf, r.Runner)
+			f.repaired(logger, pod, metrics.RepairClaimed, fmt.Sprintf("Workflow pod %s on node %s had not been counted as the reservation's claim", wf.Name, wf.Spec.NodeName))
+			return true
+		}
+	}
+	for _, wf := range finished {
+		if wf.Namespace == r.Runner.Namespace && wf.Labels[f.runnerPodLabel] == r.Runner.Name && r.Owns(wf) {
+			if f.markDone(r, wf.UID) {
+				f.repaired(logger, pod, metrics.RepairFinished, fmt.Sprintf("Workflow pod %s already finished; the reservation on node %s holds nothing more", wf.Name, r.Node))
+				return true
+			}
+			return false
+		}
+	}
+	return false
+}
+
+// markDone marks r used up by workflow pod uid, if it is still the same
+// reservation and not used up.
+func (f *Feeder) markDone(r reservations.Reservation, uid types.UID) bool {
+	changed := f.store.WorkflowPodFinished(r.Runner, r.RunnerUID, uid)
+	if changed {
+		f.RecordMetrics()
+	}
+	return changed
+}
+
+// recoverUnrecorded holds room for runners of tandem profiles that are bound
+// without a valid record (bound by another bind plugin, a record lost, or
+// one written by an older build without runnerUID): they are sized from
+// their sources again, as when they were scheduled.
+func (f *Feeder) recoverUnrecorded(logger klog.Logger) {
+	pods, err := f.pods.List(labels.Everything())
+	if err != nil {
+		logger.Error(err, "Listing pods")
+		return
+	}
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" || IsTerminal(pod) || pod.DeletionTimestamp != nil || !f.Trusted(pod) {
+			continue
+		}
+		if f.wasReleased(pod.UID) {
+			continue
+		}
+		if _, recorded := pod.Annotations[contract.ReservationAnnotation]; recorded {
+			// A valid record is the handlers' to rebuild; an invalid one
+			// (another pod's, or one of an older build without runnerUID)
+			// holds nothing, and the runner is sized again below.
+			if r, err := reservations.FromPod(pod); err == nil && r != nil {
+				continue
+			}
+		}
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		if r, ok := f.store.Get(key); ok && r.RunnerUID == pod.UID {
+			continue
+		}
+		owner := f.ProfileOf(pod)
+		sz := owner.Sizer.Size(pod)
+		if sz.Workflow.IsZero() {
+			continue
+		}
+		r := &reservations.Reservation{
+			Runner: key, RunnerUID: pod.UID, RunnerCreated: pod.CreationTimestamp.Time,
+			Node: pod.Spec.NodeName, Size: sz.Workflow, Step: sz.Step, Ports: sz.Ports, Source: sz.Source,
+		}
+		if err := f.beyondNode(r, pod); err != nil {
+			logger.V(2).Info("Not recovering a runner's reservation", "runner", klog.KObj(pod), "err", err)
+			continue
+		}
+		f.store.Rebuild(r)
+		f.RecordMetrics()
+		f.repaired(logger, pod, metrics.RepairRecovered, fmt.Sprintf("Bound without a recorded reservation: holding %s on node %s for its workflow pod from now on (size from %s)", sz.Workflow, pod.Spec.NodeName, sz.Source))
+		for _, wf := range f.WorkflowPods(key) {
+			if wf.Spec.NodeName != "" && !IsTerminal(wf) {
+				f.observeWorkflow(logger, wf, key)
+			}
+		}
+	}
+}
+
+// repaired reports a repair on pod.
+func (f *Feeder) repaired(logger klog.Logger, pod *v1.Pod, kind, message string) {
+	logger.Info("Repaired a reservation", "runner", klog.KObj(pod), "repair", kind, "message", message)
+	if f.leader.IsLeader() {
+		metrics.Repairs.WithLabelValues(f.firstProfile().Name, kind).Inc()
+	}
+	f.Event(pod, v1.EventTypeWarning, contract.ReasonRepaired, "Reconcile", Truncate(message))
+}
+
+// stub stands for a runner pod that is gone, as the object of an event.
+func stub(r reservations.Reservation) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.Runner.Namespace, Name: r.Runner.Name, UID: r.RunnerUID}}
+}
