@@ -285,48 +285,9 @@ func (p *Placeholders) Run(ctx context.Context) { p.work(ctx, p.sync) }
 func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
 	logger := klog.FromContext(ctx)
 	runner, want := p.want(key)
-	pods, err := keyedPods(p.indexer, PlaceholderIndex, contract.IsPlaceholder, key, runner)
+	have, going, err := p.prune(ctx, key, runner, want)
 	if err != nil {
 		return err
-	}
-	have, going := false, false
-	for _, pod := range pods {
-		owner := metav1.GetControllerOf(pod).UID
-		if pod.DeletionTimestamp != nil && owner == key.UID {
-			// Being deleted (a delete with grace 0 is an update setting
-			// deletionTimestamp, then the delete): by this worker, or by
-			// someone else, e.g. tandem-webhook for a pinned workflow pod
-			// that the informer does not show yet. Its delete event says
-			// which; until then, no second one.
-			going = true
-			p.noteGoing(pod)
-			continue
-		}
-		if want != nil && owner == key.UID &&
-			pod.Spec.NodeName == want.Spec.NodeName && pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation] {
-			have = true
-			continue
-		}
-		if err := p.delete(ctx, pod); err != nil {
-			return err
-		}
-		logger.V(2).Info("Deleted placeholder", "pod", klog.KObj(pod), "runner", klog.KRef(key.Namespace, key.Name), "wanted", want != nil)
-	}
-	if !have && !going {
-		// One this worker created that the informer does not show yet.
-		p.mu.Lock()
-		c := p.created[key.UID]
-		p.mu.Unlock()
-		switch {
-		case c.pod == nil || time.Since(c.at) > createdTrust:
-			// None, or so old that the informer missed its delete.
-		case want != nil && c.pod.Spec.NodeName == want.Spec.NodeName && c.pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation]:
-			have = true
-		default:
-			if err := p.delete(ctx, c.pod); err != nil {
-				return err
-			}
-		}
 	}
 	p.mu.Lock()
 	lostAt, lost := p.lost[key.UID]
@@ -363,6 +324,64 @@ func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
 				want.Name, want.Spec.NodeName)))
 		}
 	}
+	return p.create(ctx, key, runner, want)
+}
+
+// prune deletes the runner incarnation's placeholders other than want (all
+// of them if want is nil). have says one like want exists, shown by the
+// informer or created by this worker and not shown yet; going that one is
+// being deleted.
+func (p *Placeholders) prune(ctx context.Context, key RunnerKey, runner, want *v1.Pod) (have, going bool, err error) {
+	logger := klog.FromContext(ctx)
+	pods, err := keyedPods(p.indexer, PlaceholderIndex, contract.IsPlaceholder, key, runner)
+	if err != nil {
+		return false, false, err
+	}
+	for _, pod := range pods {
+		owner := metav1.GetControllerOf(pod).UID
+		if pod.DeletionTimestamp != nil && owner == key.UID {
+			// Being deleted (a delete with grace 0 is an update setting
+			// deletionTimestamp, then the delete): by this worker, or by
+			// someone else, e.g. tandem-webhook for a pinned workflow pod
+			// that the informer does not show yet. Its delete event says
+			// which; until then, no second one.
+			going = true
+			p.noteGoing(pod)
+			continue
+		}
+		if want != nil && owner == key.UID &&
+			pod.Spec.NodeName == want.Spec.NodeName && pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation] {
+			have = true
+			continue
+		}
+		if err := p.delete(ctx, pod); err != nil {
+			return false, false, err
+		}
+		logger.V(2).Info("Deleted placeholder", "pod", klog.KObj(pod), "runner", klog.KRef(key.Namespace, key.Name), "wanted", want != nil)
+	}
+	if !have && !going {
+		// One this worker created that the informer does not show yet.
+		p.mu.Lock()
+		c := p.created[key.UID]
+		p.mu.Unlock()
+		switch {
+		case c.pod == nil || time.Since(c.at) > createdTrust:
+			// None, or so old that the informer missed its delete.
+		case want != nil && c.pod.Spec.NodeName == want.Spec.NodeName && c.pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation]:
+			have = true
+		default:
+			if err := p.delete(ctx, c.pod); err != nil {
+				return false, false, err
+			}
+		}
+	}
+	return have, going, nil
+}
+
+// create creates want, the runner's placeholder, unless its workflow pod is
+// at Permit.
+func (p *Placeholders) create(ctx context.Context, key RunnerKey, runner, want *v1.Pod) error {
+	logger := klog.FromContext(ctx)
 	p.mu.Lock()
 	if p.yielding[key.UID] {
 		p.mu.Unlock()
