@@ -83,9 +83,9 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 // mode, a busy queue) still claims its reservation after the grace.
 func TestGraceKeepsPendingWorkflowPod(t *testing.T) {
 	logger := klogger(t)
-	pl, h := newTestPlugin(t, defaultArgs(), false)
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
 	wf := workflowPod("r1").NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj()
-	pl.useListerOf(t, h, wf)
+	useListerOf(t, pl, wf)
 	pl.store.Take(oneUnitReservation("r1"))
 	pl.feeder.ReleaseWithoutWorkflowPod(logger, key("r1"), "r1")
 	cs := framework.NewCycleState()
@@ -98,8 +98,8 @@ func TestGraceKeepsPendingWorkflowPod(t *testing.T) {
 // A job without a container may still run container steps: the grace gives
 // back the workflow room and keeps the step headroom.
 func TestGraceKeepsStepHeadroom(t *testing.T) {
-	pl, h := newTestPlugin(t, defaultArgs(), false)
-	pl.useListerOf(t, h)
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	useListerOf(t, pl)
 	pl.store.Take(withStep())
 	pl.feeder.ReleaseWithoutWorkflowPod(klogger(t), key("r1"), "r1")
 	r, _ := pl.store.Get(key("r1"))

@@ -560,8 +560,8 @@ func TestRebuildWorkflowPodFirst(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
 	wf := workflowPod("r1").Node("n1").Obj()
 	runner := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	pl, h := newTestPlugin(t, defaultArgs(), false)
-	pl.useListerOf(t, h, wf, runner)
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	useListerOf(t, pl, wf, runner)
 	pl.feeder.OnPod(logger, wf)
 	pl.feeder.OnPod(logger, runner)
 	if r, ok := pl.store.Get(key("r1")); !ok || r.ClaimedBy() != wf.UID {
@@ -619,8 +619,8 @@ func TestRecordBeyondNodeIsIgnored(t *testing.T) {
 // take the store's write lock nor invalidate the node's cached held room.
 func TestNoOpUpdatesKeepNodeVersion(t *testing.T) {
 	logger := klogger(t)
-	pl, h := newTestPlugin(t, defaultArgs(), false)
-	pl.useListerOf(t, h)
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	useListerOf(t, pl)
 	pl.store.Take(oneUnitReservation("r1"))
 	wf := workflowPod("r1").Node("n1").Obj()
 	pl.feeder.OnPod(logger, wf)

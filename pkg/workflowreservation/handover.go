@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -19,7 +17,6 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
-	"github.com/tandem-scheduler/tandem/pkg/controllers"
 )
 
 // The handover of a placeholder to a workflow pod scheduled by tandem
@@ -35,11 +32,6 @@ import (
 // is bound: the node's kubelet, which watches its pods in resourceVersion
 // order, sees the room freed before the pod that takes it, and the room was
 // free to anyone else only between those two API calls.
-
-var _ fwk.PermitPlugin = &WorkflowReservation{}
-
-// permitTimeout bounds the wait for a placeholder's delete.
-const permitTimeout = 30 * time.Second
 
 // fitPlugin is the in-tree NodeResourcesFit that WorkflowReservation runs in
 // place of the stock one in reservationMode Pods.
@@ -142,48 +134,4 @@ func (pl *WorkflowReservation) fitFilter(ctx context.Context, cs fwk.CycleState,
 		}
 	}
 	return pl.fit.Filter(ctx, cs, pod, nodeInfo)
-}
-
-// Permit has a workflow pod wait while its runner's placeholder is
-// deleted, then lets it be bound. It always waits in reservationMode Pods:
-// the placeholder may be being created, or created and not yet shown by the
-// informer, and binding next to it would take its room twice.
-func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
-	s, err := getPreFilterState(cs)
-	if err != nil || s.kind != kindWorkflow || pl.feeder.Placeholders() == nil {
-		return nil, 0
-	}
-	if c, err := cs.Read(reserveStateKey); err != nil || !c.(*reserveState).claimed {
-		return nil, 0 // this cycle did not claim: nothing to hand over
-	}
-	if !pl.mayHavePlaceholder(s) {
-		return nil, 0
-	}
-	// Before Permit returns: an Unreserve of this cycle comes after it.
-	pl.feeder.Placeholders().StartYield(s.own.RunnerUID)
-	logger := klog.FromContext(ctx)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), permitTimeout)
-		defer cancel()
-		hold, err := pl.feeder.Placeholders().Yield(ctx, s.runner, s.own.RunnerUID)
-		// The framework registers the waiting pod once Permit returns.
-		var waiting fwk.WaitingPod
-		_ = wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
-			waiting = pl.handle.GetWaitingPod(pod.UID)
-			return waiting != nil, nil
-		})
-		if waiting == nil {
-			return
-		}
-		if err != nil {
-			logger.Error(err, "Cannot delete the placeholder that holds the workflow pod's room; retrying the pod", "pod", klog.KObj(pod), "runner", s.runner)
-			waiting.Reject(Name, controllers.Truncate(fmt.Sprintf("cannot delete the placeholder of runner %s: %v", s.runner.Name, err)))
-			return
-		}
-		if hold != nil {
-			logger.V(2).Info("Placeholder yielded to its workflow pod", "pod", klog.KObj(pod), "placeholder", klog.KObj(hold), "node", nodeName)
-		}
-		waiting.Allow(Name)
-	}()
-	return fwk.NewStatus(fwk.Wait, "waiting for the placeholder of runner "+s.runner.Name+" to be deleted"), permitTimeout
 }

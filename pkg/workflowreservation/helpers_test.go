@@ -205,7 +205,7 @@ func recordedFor(uid string) string {
 
 // useListerOf gives the plugin a pod lister holding pods, for tests that
 // call the informer handlers themselves, in an order of their choosing.
-func (pl *WorkflowReservation) useListerOf(t *testing.T, _ *fakeHandle, pods ...*v1.Pod) {
+func useListerOf(t *testing.T, pl *WorkflowReservation, pods ...*v1.Pod) {
 	t.Helper()
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, p := range pods {

@@ -2,14 +2,17 @@
 // plugin: an ARC runner pod and the workflow pod it will create later are
 // placed as one group. The runner only lands where both fit, room for the
 // workflow pod is reserved on that node when the runner is placed, other pods
-// cannot take it, and the workflow pod claims it.
+// cannot take it, and the workflow pod claims it. The extension points are
+// in this file, in the order the framework calls them; the model, sizing and
+// the controllers that feed the model are packages of their own
+// (pkg/reservations, pkg/sizing, pkg/controllers).
 package workflowreservation
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -39,7 +43,11 @@ const (
 	Name = "WorkflowReservation"
 
 	preFilterStateKey = "PreFilter" + Name
+	preScoreStateKey  = "PreScore" + Name
 	reserveStateKey   = "Reserve" + Name
+	// boundStateKey marks, in a runner's CycleState, that Bind recorded
+	// its reservation.
+	boundStateKey = "Bind" + Name
 )
 
 // The extension points, in the order the framework calls them.
@@ -209,66 +217,34 @@ func getPreFilterState(cs fwk.CycleState) (*preFilterState, error) {
 	return s, nil
 }
 
-// pinnedTo reports whether the pod is tied to node by its own spec: a
-// hostname nodeSelector naming it, or a required node affinity every term of
-// which names it on the hostname label (or by metadata.name). That is how
-// the hooks pin a workflow pod to the runner's node (v0.7.0 with
-// ACTIONS_RUNNER_USE_KUBE_SCHEDULER, the RWO mode of the next hook). Any
-// other required affinity (an architecture, a pool) leaves the pod free to
-// go elsewhere.
-func pinnedTo(pod *v1.Pod, node string) bool {
-	if v, ok := pod.Spec.NodeSelector[v1.LabelHostname]; ok {
-		return v == node
-	}
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return false
-	}
-	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	if len(terms) == 0 {
-		return false
-	}
-	for _, t := range terms {
-		if !termNames(t, node) {
-			return false
-		}
-	}
-	return true
+// scoreState is what Score needs of the pod.
+type scoreState struct {
+	*preFilterState
+	// need is what the pod brings to a node: its request, plus its
+	// workflow pod's for a runner. Its cpu and memory count a container
+	// that requests none as NodeResourcesFit does (nonZeroRequest).
+	need reservations.Amount
 }
 
-// termNames reports whether the node selector term allows node only.
-func termNames(t v1.NodeSelectorTerm, node string) bool {
-	only := func(r v1.NodeSelectorRequirement, key string) bool {
-		return r.Key == key && r.Operator == v1.NodeSelectorOpIn && len(r.Values) == 1 && r.Values[0] == node
-	}
-	for _, r := range t.MatchExpressions {
-		if only(r, v1.LabelHostname) {
-			return true
-		}
-	}
-	for _, r := range t.MatchFields {
-		if only(r, metav1.ObjectNameField) {
-			return true
-		}
-	}
-	return false
+func (s *scoreState) Clone() fwk.StateData { return s }
+
+// reserveState remembers what Reserve changed, for Unreserve: the
+// reservation a runner's cycle put into the store, or a workflow pod's claim.
+type reserveState struct {
+	taken     *reservations.Reservation
+	claimed   bool
+	wasUsedUp bool
 }
 
-// workflowPodUIDs returns the UIDs of the pods labelled as workflow pods of
-// runner: when a runner's reservation is taken, these belong to an earlier
-// runner of the same name.
-func (pl *WorkflowReservation) workflowPodUIDs(runner types.NamespacedName) []types.UID {
-	var out []types.UID
-	for _, p := range pl.feeder.WorkflowPods(runner) {
-		out = append(out, p.UID)
-	}
-	return out
-}
+func (s *reserveState) Clone() fwk.StateData { return s }
+
+type boundState struct{}
+
+func (boundState) Clone() fwk.StateData { return boundState{} }
 
 // PreFilter classifies the pod, sizes a runner's workflow pod and narrows a
 // pinned workflow pod to its reservation's node.
 func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	logger := klog.FromContext(ctx)
 	// Only the leader schedules.
 	pl.feeder.Leader().Lead()
 	if contract.IsPairPod(pod) {
@@ -276,109 +252,22 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			"pair pod of runner %s: it stands for the runner and its workflow pod for cluster autoscalers and is never bound",
 			klog.KRef(pod.Namespace, pod.Annotations[contract.PairOfAnnotation]))))
 	}
-	if !pl.feeder.Synced() {
-		logger.V(2).Info("Waiting for reservations to be rebuilt before scheduling", "pod", klog.KObj(pod))
-		if !cache.WaitForCacheSync(ctx.Done(), pl.feeder.Synced) {
-			return nil, fwk.AsStatus(errors.New("reservations were not rebuilt from runner pods"))
-		}
+	if status := pl.awaitRebuild(ctx, pod); status != nil {
+		return nil, status
 	}
-	// The first reconcile recovers runners bound without a valid record
-	// and uses up reservations whose workflow pod finished before a restart.
-	select {
-	case <-pl.feeder.Reconciled():
-	default:
-		logger.V(2).Info("Waiting for the first reconcile of reservations before scheduling", "pod", klog.KObj(pod))
-		select {
-		case <-pl.feeder.Reconciled():
-		case <-ctx.Done():
-			return nil, fwk.AsStatus(errors.New("reservations were not reconciled"))
-		}
-	}
-
 	if pl.fit != nil {
 		if _, status := pl.fit.PreFilter(ctx, cs, pod, nodes); !status.IsSuccess() {
 			return nil, status
 		}
 	}
 	s := &preFilterState{releases: pl.feeder.Waiting().Releases()}
-	var result *fwk.PreFilterResult
-	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
-		// A container-step pod of hooks v0.7.0 (its Job names the runner).
-		key := types.NamespacedName{Namespace: pod.Namespace, Name: runner}
-		if r, found := pl.store.Get(key); found && !r.UsedUp() && r.Owns(pod) && r.ClaimedBy() != "" && !r.Step.IsZero() {
-			s.kind, s.runner, s.own = kindStep, key, r
-		}
-	} else if runner, ok := pl.feeder.RunnerOf(pod); ok {
-		r, found := pl.store.Get(runner)
-		why := ""
-		switch {
-		case found && !r.UsedUp() && r.Owns(pod) && r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID && !r.Step.IsZero():
-			// The workflow pod claimed; later pods of the runner are its
-			// container steps (hooks v0.8 label them directly).
-			s.kind, s.runner, s.own = kindStep, runner, r
-		case !found:
-			why = "runner " + runner.String() + " holds no reservation"
-		case r.UsedUp():
-			why = "the reservation of runner " + runner.String() + " was used up"
-		case r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID:
-			why = "the reservation of runner " + runner.String() + " was claimed by another workflow pod (uid " + string(r.ClaimedBy()) + ")"
-		case !r.Owns(pod):
-			why = "the pod was created before runner " + runner.String() + ": it belongs to an earlier runner of that name"
-		default:
-			s.kind, s.runner, s.own = kindWorkflow, runner, r
-			if pinnedTo(pod, r.Node) {
-				result = &fwk.PreFilterResult{NodeNames: sets.New(r.Node)}
-			}
-		}
-		if why != "" {
-			logger.V(2).Info("Workflow pod claims no reservation; scheduling it as an ordinary pod", "pod", klog.KObj(pod), "reason", why)
-			if pl.feeder.FirstWarning(pod.UID, contract.ReasonNoReservation) {
-				pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoReservation, "Scheduling",
-					"Scheduled as an ordinary pod: %s", why)
-			}
-		}
-	}
+	result := pl.claimOf(ctx, pod, s)
 	if s.kind == kindOther && pl.profile.IsRunner(pod) {
-		sz := pl.profile.Sizer.Size(pod)
-		if sz.NotListed != nil {
-			// Retried once the namespace is listed (activateWhenListed) or
-			// its template arrives (onConfigMap).
-			logger.V(2).Info("Runner waits for its namespace's hook templates to be listed", "pod", klog.KObj(pod), "err", sz.NotListed)
-			pl.feeder.Waiting().Add(pod)
-			if pl.profile.Sizer.Listed(pod.Namespace) {
-				// Listed since the check, maybe before the runner waited:
-				// activateWhenListed and the ConfigMap events may have
-				// passed it by. The pod is in flight; the queue records the
-				// activation and requeues it, after its backoff, when this
-				// cycle ends.
-				pl.handle.Activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
-			}
-			return nil, fwk.NewStatus(fwk.Unschedulable, controllers.Truncate(fmt.Sprintf("runner %s: %v", klog.KObj(pod), sz.NotListed)))
-		}
-		for _, p := range sz.Problems {
-			logger.V(2).Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonInvalidWorkflowSize, "Scheduling", controllers.Truncate(p.Error()))
-		}
-		if sz.Notice != "" {
-			logger.V(2).Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.Notice)
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIncompleteHookTemplate, "Scheduling", controllers.Truncate(sz.Notice))
-		}
-		switch {
-		case !sz.Workflow.IsZero():
-			s.kind, s.workflow, s.source = kindRunner, sz.Workflow, sz.Source
-			s.step, s.ports, s.hookMode = sz.Step, sz.Ports, sizing.HookMode(pod)
-		case sz.Intended:
-			// Retried as soon as its hook template's ConfigMap changes.
-			pl.feeder.Waiting().Add(pod)
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, controllers.Truncate(fmt.Sprintf(
-				"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.Problems))))
-		default:
-			logger.V(2).Info("Runner has no workflow size source; scheduling it without a reservation", "pod", klog.KObj(pod))
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoWorkflowSize, "Scheduling",
-				"No workflow pod size known: set annotation %s, a hook template with resources, or defaultWorkflowRequests; scheduled without a reservation", contract.WorkflowRequestsAnnotation)
+		if status := pl.sizeRunner(ctx, pod, s); status != nil {
+			return nil, status
 		}
 	} else if _, annotated := pod.Annotations[contract.WorkflowRequestsAnnotation]; annotated && s.kind == kindOther {
-		logger.V(2).Info("Pod carries the workflow size annotation but is not a runner; ignoring it", "pod", klog.KObj(pod))
+		klog.FromContext(ctx).V(2).Info("Pod carries the workflow size annotation but is not a runner; ignoring it", "pod", klog.KObj(pod))
 		if pl.feeder.FirstWarning(pod.UID, contract.ReasonIgnoredAnnotation) {
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIgnoredAnnotation, "Scheduling",
 				"Annotation %s ignored: the pod does not match the runner selector of profile %s", contract.WorkflowRequestsAnnotation, pl.profile.Name)
@@ -392,6 +281,129 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	s.rejected = &atomic.Bool{}
 	cs.Write(preFilterStateKey, s)
 	return result, nil
+}
+
+// awaitRebuild holds the first cycles until the informer handlers have
+// rebuilt the reservations recorded on runner pods and the first reconcile
+// has run: it recovers runners bound without a valid record and uses up
+// reservations whose workflow pod finished before a restart. It returns
+// nil once they have.
+func (pl *WorkflowReservation) awaitRebuild(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	logger := klog.FromContext(ctx)
+	if !pl.feeder.Synced() {
+		logger.V(2).Info("Waiting for reservations to be rebuilt before scheduling", "pod", klog.KObj(pod))
+		if !cache.WaitForCacheSync(ctx.Done(), pl.feeder.Synced) {
+			return fwk.AsStatus(errors.New("reservations were not rebuilt from runner pods"))
+		}
+	}
+	select {
+	case <-pl.feeder.Reconciled():
+	default:
+		logger.V(2).Info("Waiting for the first reconcile of reservations before scheduling", "pod", klog.KObj(pod))
+		select {
+		case <-pl.feeder.Reconciled():
+		case <-ctx.Done():
+			return fwk.AsStatus(errors.New("reservations were not reconciled"))
+		}
+	}
+	return nil
+}
+
+// claimOf sets s for a pod that claims a reservation: a workflow pod
+// (kindWorkflow), or a container-step pod once its runner's workflow pod
+// claimed (kindStep). A pinned workflow pod is narrowed to its
+// reservation's node. A pod labelled as a workflow pod that claims nothing
+// is scheduled as an ordinary pod, and told why once.
+func (pl *WorkflowReservation) claimOf(ctx context.Context, pod *v1.Pod, s *preFilterState) *fwk.PreFilterResult {
+	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
+		// A container-step pod of hooks v0.7.0 (its Job names the runner).
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: runner}
+		if r, found := pl.store.Get(key); found && !r.UsedUp() && r.Owns(pod) && r.ClaimedBy() != "" && !r.Step.IsZero() {
+			s.kind, s.runner, s.own = kindStep, key, r
+		}
+		return nil
+	}
+	runner, ok := pl.feeder.RunnerOf(pod)
+	if !ok {
+		return nil
+	}
+	r, found := pl.store.Get(runner)
+	why := ""
+	var result *fwk.PreFilterResult
+	switch {
+	case found && !r.UsedUp() && r.Owns(pod) && r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID && !r.Step.IsZero():
+		// The workflow pod claimed; later pods of the runner are its
+		// container steps (hooks v0.8 label them directly).
+		s.kind, s.runner, s.own = kindStep, runner, r
+	case !found:
+		why = "runner " + runner.String() + " holds no reservation"
+	case r.UsedUp():
+		why = "the reservation of runner " + runner.String() + " was used up"
+	case r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID:
+		why = "the reservation of runner " + runner.String() + " was claimed by another workflow pod (uid " + string(r.ClaimedBy()) + ")"
+	case !r.Owns(pod):
+		why = "the pod was created before runner " + runner.String() + ": it belongs to an earlier runner of that name"
+	default:
+		s.kind, s.runner, s.own = kindWorkflow, runner, r
+		if pinnedTo(pod, r.Node) {
+			result = &fwk.PreFilterResult{NodeNames: sets.New(r.Node)}
+		}
+	}
+	if why != "" {
+		klog.FromContext(ctx).V(2).Info("Workflow pod claims no reservation; scheduling it as an ordinary pod", "pod", klog.KObj(pod), "reason", why)
+		if pl.feeder.FirstWarning(pod.UID, contract.ReasonNoReservation) {
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoReservation, "Scheduling",
+				"Scheduled as an ordinary pod: %s", why)
+		}
+	}
+	return result
+}
+
+// sizeRunner sets s for a runner (kindRunner) from its sizing sources. It
+// returns the status of a runner that must wait: its hook templates are not
+// listed yet, or its size is unknown and no default applies. A runner
+// without any source is scheduled without a reservation, and told so.
+func (pl *WorkflowReservation) sizeRunner(ctx context.Context, pod *v1.Pod, s *preFilterState) *fwk.Status {
+	logger := klog.FromContext(ctx)
+	sz := pl.profile.Sizer.Size(pod)
+	if sz.NotListed != nil {
+		// Retried once the namespace is listed (activateWhenListed) or
+		// its template arrives (onConfigMap).
+		logger.V(2).Info("Runner waits for its namespace's hook templates to be listed", "pod", klog.KObj(pod), "err", sz.NotListed)
+		pl.feeder.Waiting().Add(pod)
+		if pl.profile.Sizer.Listed(pod.Namespace) {
+			// Listed since the check, maybe before the runner waited:
+			// activateWhenListed and the ConfigMap events may have
+			// passed it by. The pod is in flight; the queue records the
+			// activation and requeues it, after its backoff, when this
+			// cycle ends.
+			pl.handle.Activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
+		}
+		return fwk.NewStatus(fwk.Unschedulable, controllers.Truncate(fmt.Sprintf("runner %s: %v", klog.KObj(pod), sz.NotListed)))
+	}
+	for _, p := range sz.Problems {
+		logger.V(2).Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
+		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonInvalidWorkflowSize, "Scheduling", controllers.Truncate(p.Error()))
+	}
+	if sz.Notice != "" {
+		logger.V(2).Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.Notice)
+		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIncompleteHookTemplate, "Scheduling", controllers.Truncate(sz.Notice))
+	}
+	switch {
+	case !sz.Workflow.IsZero():
+		s.kind, s.workflow, s.source = kindRunner, sz.Workflow, sz.Source
+		s.step, s.ports, s.hookMode = sz.Step, sz.Ports, sizing.HookMode(pod)
+	case sz.Intended:
+		// Retried as soon as its hook template's ConfigMap changes.
+		pl.feeder.Waiting().Add(pod)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, controllers.Truncate(fmt.Sprintf(
+			"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.Problems))))
+	default:
+		logger.V(2).Info("Runner has no workflow size source; scheduling it without a reservation", "pod", klog.KObj(pod))
+		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoWorkflowSize, "Scheduling",
+			"No workflow pod size known: set annotation %s, a hook template with resources, or defaultWorkflowRequests; scheduled without a reservation", contract.WorkflowRequestsAnnotation)
+	}
+	return nil
 }
 
 // Filter counts the room reserved on the node (other than the pod's own
@@ -488,15 +500,84 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 	return nil, fwk.NewStatus(fwk.Unschedulable)
 }
 
-// reserveState remembers what Reserve changed, for Unreserve: the
-// reservation a runner's cycle put into the store, or a workflow pod's claim.
-type reserveState struct {
-	taken     *reservations.Reservation
-	claimed   bool
-	wasUsedUp bool
+// PreScore prepares Score; for a pod PreFilter skipped (no reservations
+// anywhere) it only needs the pod's request.
+func (pl *WorkflowReservation) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		s = &preFilterState{}
+	}
+	need := nonZeroRequest(pod)
+	if s.kind == kindRunner {
+		need = need.Add(s.workflow)
+	}
+	cs.Write(preScoreStateKey, &scoreState{preFilterState: s, need: need})
+	return nil
 }
 
-func (s *reserveState) Clone() fwk.StateData { return s }
+// Score ranks nodes by allocation with reserved room counted as used, the
+// way NodeResourcesFit ranks them without reservations (its formulas, and
+// its non-zero cpu and memory of best-effort pods): LeastAllocated spreads,
+// MostAllocated bin-packs. A runner is scored with its workflow pod. A
+// workflow pod that is not pinned to a node prefers its runner's.
+func (pl *WorkflowReservation) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	c, err := cs.Read(preScoreStateKey)
+	if err != nil {
+		return 0, fwk.AsStatus(fmt.Errorf("reading %q from cycleState: %w", preScoreStateKey, err))
+	}
+	s, ok := c.(*scoreState)
+	if !ok {
+		return 0, fwk.AsStatus(fmt.Errorf("%+v convert to workflowreservation.scoreState error", c))
+	}
+	if s.kind == kindWorkflow && nodeInfo.Node().Name == s.own.Node {
+		return fwk.MaxNodeScore, nil
+	}
+	used := s.need.Add(pl.reservedOn(s.preFilterState, nodeInfo).Amount)
+	// NodeResourcesFit's accounting: cpu and memory with best-effort
+	// containers at the defaults, every other resource as requested.
+	alloc, requested, nonZero := nodeInfo.GetAllocatable(), nodeInfo.GetRequested(), nodeInfo.GetNonZeroRequested()
+
+	var total, weights int64
+	for _, r := range pl.scoring.Resources {
+		var capacity, inUse int64
+		switch name := v1.ResourceName(r.Name); name {
+		case v1.ResourceCPU:
+			capacity, inUse = alloc.GetMilliCPU(), nonZero.GetMilliCPU()+used.MilliCPU
+		case v1.ResourceMemory:
+			capacity, inUse = alloc.GetMemory(), nonZero.GetMemory()+used.Memory
+		case v1.ResourceEphemeralStorage:
+			capacity, inUse = alloc.GetEphemeralStorage(), requested.GetEphemeralStorage()+used.EphemeralStorage
+		default:
+			if s.need.Scalar[name] == 0 {
+				continue // as NodeResourcesFit: a resource the pod does not ask for does not rank nodes
+			}
+			capacity, inUse = alloc.GetScalarResources()[name], requested.GetScalarResources()[name]+used.Scalar[name]
+		}
+		if capacity == 0 {
+			continue // the node does not offer it: it does not rank nodes
+		}
+		inUse = max(inUse, 0)
+		// NodeResourcesFit's leastRequestedScore and mostRequestedScore,
+		// rounding included.
+		var score int64
+		if pl.scoring.Type == config.LeastAllocated {
+			if inUse <= capacity {
+				score = (capacity - inUse) * fwk.MaxNodeScore / capacity
+			}
+		} else {
+			score = min(inUse, capacity) * fwk.MaxNodeScore / capacity
+		}
+		total += score * r.Weight
+		weights += r.Weight
+	}
+	if weights == 0 {
+		return 0, nil
+	}
+	return total / weights, nil
+}
+
+// ScoreExtensions returns nil: scores are already in [0, MaxNodeScore].
+func (pl *WorkflowReservation) ScoreExtensions() fwk.ScoreExtensions { return nil }
 
 // Reserve takes the runner's reservation on the node, or hands a workflow
 // pod's reservation over to it.
@@ -543,6 +624,17 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 	return nil
 }
 
+// workflowPodUIDs returns the UIDs of the pods labelled as workflow pods of
+// runner: when a runner's reservation is taken, these belong to an earlier
+// runner of the same name.
+func (pl *WorkflowReservation) workflowPodUIDs(runner types.NamespacedName) []types.UID {
+	var out []types.UID
+	for _, p := range pl.feeder.WorkflowPods(runner) {
+		out = append(out, p.UID)
+	}
+	return out
+}
+
 // Unreserve undoes Reserve; it is idempotent. It leaves alone what the
 // informer has since shown bound: a bind that reported a failure may still
 // have gone through.
@@ -581,6 +673,93 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 	pl.feeder.RecordMetrics()
 }
 
+// permitTimeout bounds the wait for a placeholder's delete.
+const permitTimeout = 30 * time.Second
+
+// Permit has a workflow pod wait while its runner's placeholder is
+// deleted, then lets it be bound. It always waits in reservationMode Pods:
+// the placeholder may be being created, or created and not yet shown by the
+// informer, and binding next to it would take its room twice.
+func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
+	s, err := getPreFilterState(cs)
+	if err != nil || s.kind != kindWorkflow || pl.feeder.Placeholders() == nil {
+		return nil, 0
+	}
+	if c, err := cs.Read(reserveStateKey); err != nil || !c.(*reserveState).claimed {
+		return nil, 0 // this cycle did not claim: nothing to hand over
+	}
+	if !pl.mayHavePlaceholder(s) {
+		return nil, 0
+	}
+	// Before Permit returns: an Unreserve of this cycle comes after it.
+	pl.feeder.Placeholders().StartYield(s.own.RunnerUID)
+	logger := klog.FromContext(ctx)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), permitTimeout)
+		defer cancel()
+		hold, err := pl.feeder.Placeholders().Yield(ctx, s.runner, s.own.RunnerUID)
+		// The framework registers the waiting pod once Permit returns.
+		var waiting fwk.WaitingPod
+		_ = wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
+			waiting = pl.handle.GetWaitingPod(pod.UID)
+			return waiting != nil, nil
+		})
+		if waiting == nil {
+			return
+		}
+		if err != nil {
+			logger.Error(err, "Cannot delete the placeholder that holds the workflow pod's room; retrying the pod", "pod", klog.KObj(pod), "runner", s.runner)
+			waiting.Reject(Name, controllers.Truncate(fmt.Sprintf("cannot delete the placeholder of runner %s: %v", s.runner.Name, err)))
+			return
+		}
+		if hold != nil {
+			logger.V(2).Info("Placeholder yielded to its workflow pod", "pod", klog.KObj(pod), "placeholder", klog.KObj(hold), "node", nodeName)
+		}
+		waiting.Allow(Name)
+	}()
+	return fwk.NewStatus(fwk.Wait, "waiting for the placeholder of runner "+s.runner.Name+" to be deleted"), permitTimeout
+}
+
+// Bind binds a runner and records its reservation in the same request: the
+// apiserver copies a Binding's annotations onto the pod, so a runner is never
+// bound without its reservation, nor recorded without being bound, and it
+// costs no API call beyond the binding. Other pods are left to DefaultBinder.
+// The profile must run this Bind before DefaultBinder (enable the plugin at
+// the bind extension point too); otherwise PostBind warns that the
+// reservation is not recorded.
+func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	s, err := getPreFilterState(cs)
+	if err != nil || s.kind != kindRunner {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	r, ok := pl.store.Get(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+	if !ok || r.RunnerUID != pod.UID || r.Node != nodeName {
+		return fwk.AsStatus(fmt.Errorf("reservation of runner %s on node %s is gone", klog.KObj(pod), nodeName))
+	}
+	value, err := reservations.Encode(&r)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	binding := &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			Annotations: map[string]string{contract.ReservationAnnotation: value}},
+		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
+	}
+	if cacher := pl.handle.APICacher(); cacher != nil {
+		onFinish, err := cacher.BindPod(binding)
+		if err == nil {
+			err = cacher.WaitOnFinish(ctx, onFinish)
+		}
+		if err != nil {
+			return fwk.AsStatus(err)
+		}
+	} else if err := pl.handle.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fwk.AsStatus(err)
+	}
+	cs.Write(boundStateKey, boundState{})
+	return nil
+}
+
 // PostBind reports the reservation taken or claimed.
 func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
 	s, err := getPreFilterState(cs)
@@ -606,35 +785,21 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 	}
 }
 
-func joinErrors(errs []error) string {
-	parts := make([]string, 0, len(errs))
-	for _, e := range errs {
-		parts = append(parts, e.Error())
+// warnIfBoundElsewhere is PostBind's check for a profile in which another
+// bind plugin bound the runner: its reservation is held in memory but not
+// recorded on the pod, so a restart or a leader change loses it. The runner
+// is told (a Warning event) and the log says how to fix the profile; the
+// reconciler recovers such reservations from the runners' sizing sources.
+func (pl *WorkflowReservation) warnIfBoundElsewhere(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
+	if _, err := cs.Read(boundStateKey); err == nil {
+		return
 	}
-	return strings.Join(parts, "; ")
+	logger := klog.FromContext(ctx)
+	warnBinderOrder.Do(func() {
+		logger.Error(nil, "Another bind plugin bound a runner before WorkflowReservation: reservations are not recorded on runner pods and a restart or leader change loses them until the reconciler recovers them; enable WorkflowReservation at the bind extension point, ahead of DefaultBinder", "runner", klog.KObj(pod))
+	})
+	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNotRecorded, "Bind",
+		"Bound by another bind plugin: the reservation on node %s is not recorded on the pod (enable WorkflowReservation at the bind extension point)", nodeName)
 }
 
-// reservedNote is the note of the event for a reservation taken.
-func reservedNote(s *preFilterState, node string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Reserved %s on node %s for the workflow pod (size from %s)", s.workflow, node, s.source)
-	if !s.step.IsZero() {
-		fmt.Fprintf(&b, "; of it %s for container-step pods", s.step)
-	}
-	if len(s.ports) > 0 {
-		fmt.Fprintf(&b, "; host ports %s", portList(s.ports))
-	}
-	if s.hookMode != "" {
-		fmt.Fprintf(&b, "; hook mode: %s", s.hookMode)
-	}
-	return b.String()
-}
-
-// portList is ports as "6379/TCP,8080/TCP".
-func portList(ports []contract.HostPort) string {
-	out := make([]string, 0, len(ports))
-	for _, p := range ports {
-		out = append(out, p.String())
-	}
-	return strings.Join(out, ",")
-}
+var warnBinderOrder sync.Once

@@ -545,9 +545,9 @@ func TestWorkflowUnreserveKeepsObservedClaim(t *testing.T) {
 func TestReserveKeepsBoundReservation(t *testing.T) {
 	ctx := context.Background()
 	logger := klogger(t)
-	pl, h := newTestPlugin(t, defaultArgs(), false)
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
 	pending := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
-	pl.useListerOf(t, h)
+	useListerOf(t, pl)
 	reserveRunner(t, pl, pending, "n1")
 	pl.feeder.OnPod(logger, boundWithRecord(t, pl, pending, "n1"))
 

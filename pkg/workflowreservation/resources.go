@@ -2,7 +2,10 @@ package workflowreservation
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
@@ -40,4 +43,19 @@ func fits(need, reserved reservations.Amount, nodeInfo fwk.NodeInfo) bool {
 		}
 	}
 	return true
+}
+
+// nonZeroRequest is the pod's request as NodeResourcesFit scores it: a
+// container without a cpu or memory request counts as the scheduler's
+// defaults (100m, 200Mi), so that best-effort pods rank nodes as they
+// would without tandem.
+func nonZeroRequest(pod *v1.Pod) reservations.Amount {
+	a := reservations.AmountFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
+		NonMissingContainerRequests: v1.ResourceList{
+			v1.ResourceCPU:    *resource.NewMilliQuantity(schedutil.DefaultMilliCPURequest, resource.DecimalSI),
+			v1.ResourceMemory: *resource.NewQuantity(schedutil.DefaultMemoryRequest, resource.DecimalSI),
+		},
+	}))
+	a.Pods = 1
+	return a
 }

@@ -69,7 +69,7 @@ func TestWhatAReservationHolds(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pl, _ := newTestPlugin(t, defaultArgs(), false)
-			pl.useJobs(t, stepJob)
+			useJobs(t, pl, stepJob)
 			r := withStep()
 			switch {
 			case tc.done:
@@ -144,7 +144,7 @@ func TestFilterStepsAndPorts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			pl, _ := newTestPlugin(t, defaultArgs(), false)
-			pl.useJobs(t, stepJob)
+			useJobs(t, pl, stepJob)
 			if tc.res != nil {
 				pl.store.Take(tc.res)
 			}
@@ -201,7 +201,7 @@ func TestPinnedTo(t *testing.T) {
 }
 
 // useJobs gives the plugin a Job lister holding jobs.
-func (pl *WorkflowReservation) useJobs(t *testing.T, jobs ...*batchv1.Job) {
+func useJobs(t *testing.T, pl *WorkflowReservation, jobs ...*batchv1.Job) {
 	t.Helper()
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, j := range jobs {
