@@ -73,6 +73,16 @@ func TestValidate(t *testing.T) {
 			},
 			wantErr: "holds no valid requests (cpu=1,memory=-1Gi)",
 		},
+		// Issue 20: beyond int64 in the scheduler's units it wraps around
+		// (here to 384m).
+		"beyond what the scheduler counts": {
+			pod: boundRunner("r1-uid", "n1"),
+			rec: func(r Recorded) Recorded {
+				r.Requests, r.StepRequests = list("cpu", "18446744073709552"), nil
+				return r
+			},
+			wantErr: "holds no valid requests (cpu=18446744073709552)",
+		},
 		"negative step headroom": {
 			pod:     boundRunner("r1-uid", "n1"),
 			rec:     func(r Recorded) Recorded { r.StepRequests = list("cpu", "-1"); return r },

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -87,7 +88,7 @@ func (r Recorded) Validate(pod *v1.Pod) ([]HostPort, error) {
 		return nil, errors.New("the pod is not bound")
 	case r.Node != pod.Spec.NodeName:
 		return nil, fmt.Errorf("names node %q but the pod is bound to %q", r.Node, pod.Spec.NodeName)
-	case !asksForSomething(r.Requests) || anyNegative(r.Requests):
+	case !asksForSomething(r.Requests) || anyNegative(r.Requests) || !inRange(r.Requests) || !inRange(r.StepRequests):
 		return nil, fmt.Errorf("holds no valid requests (%s)", FormatResources(r.Requests))
 	case anyNegative(r.StepRequests) || !within(r.StepRequests, r.Requests):
 		return nil, fmt.Errorf("stepRequests %s are not within requests %s", FormatResources(r.StepRequests), FormatResources(r.Requests))
@@ -110,6 +111,36 @@ func Scaled(name v1.ResourceName, q resource.Quantity) int64 {
 		return q.MilliValue()
 	}
 	return q.Value()
+}
+
+// CheckSize returns an error if q of resource name is not a size a
+// reservation can hold: negative, zero (it asks for nothing), or more than
+// the scheduler can count in its int64 units, where it would wrap around.
+func CheckSize(name v1.ResourceName, q resource.Quantity) error {
+	most := resource.NewQuantity(math.MaxInt64, resource.DecimalSI)
+	if name == v1.ResourceCPU {
+		most = resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
+	}
+	switch {
+	case q.Sign() < 0:
+		return fmt.Errorf("negative quantity %s for %s", q.String(), name)
+	case q.Sign() == 0:
+		return fmt.Errorf("zero quantity for %s: a size names only what the pod asks for", name)
+	case q.Cmp(*most) > 0:
+		return fmt.Errorf("%s=%s asks for more %s than the scheduler can count (at most %s)", name, q.String(), name, most.String())
+	}
+	return nil
+}
+
+// inRange reports whether every quantity of rl fits the scheduler's int64
+// units.
+func inRange(rl v1.ResourceList) bool {
+	for name, q := range rl {
+		if q.Sign() > 0 && CheckSize(name, q) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func asksForSomething(rl v1.ResourceList) bool {

@@ -35,6 +35,9 @@ func AmountFromList(rl v1.ResourceList) Amount {
 		case v1.ResourcePods:
 			a.Pods = q.Value()
 		default:
+			if q.Sign() == 0 {
+				continue // asks for nothing; kept, one name per runner would grow every sum
+			}
 			if a.Scalar == nil {
 				a.Scalar = map[v1.ResourceName]int64{}
 			}

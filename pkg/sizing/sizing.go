@@ -73,8 +73,8 @@ func parseResourceList(s string) (v1.ResourceList, error) {
 		if err != nil {
 			return nil, fmt.Errorf("invalid quantity %q for %s: %w", value, name, err)
 		}
-		if q.Sign() < 0 {
-			return nil, fmt.Errorf("negative quantity %q for %s", value, name)
+		if err := contract.CheckSize(v1.ResourceName(name), q); err != nil {
+			return nil, err
 		}
 		if _, dup := rl[v1.ResourceName(name)]; dup {
 			return nil, fmt.Errorf("resource %s given twice", name)
@@ -204,9 +204,16 @@ func podRequests(pod *v1.Pod) (v1.ResourceList, error) {
 	corev1defaults.SetObjectDefaults_Pod(pod)
 	rl := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	for name, q := range rl {
-		// The apiserver would refuse such a pod; it must not free room here.
-		if q.Sign() < 0 {
+		switch {
+		case q.Sign() < 0:
+			// The apiserver would refuse such a pod; it must not free room here.
 			return nil, fmt.Errorf("negative request %s=%s", name, q.String())
+		case q.Sign() == 0:
+			delete(rl, name) // asks for nothing: not kept (one name per runner would grow the tally)
+		default:
+			if err := contract.CheckSize(name, q); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return rl, nil

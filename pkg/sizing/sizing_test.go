@@ -37,6 +37,13 @@ func TestParseResourceList(t *testing.T) {
 		"bad name":          {in: "c p u=1", wantErr: `invalid resource name "c p u"`},
 		"duplicate":         {in: "cpu=1,cpu=2", wantErr: "given twice"},
 		"only commas":       {in: ",,", wantErr: "no resources given"},
+		// Issue 20: a quantity beyond int64 in the scheduler's units wrapped
+		// to a negative amount (cpu=18446744073709551 became -616m), which
+		// cancelled other runners' holds; a zero-valued resource under a new
+		// name per runner grew the tally and the gauge's series forever.
+		"cpu beyond what the scheduler counts":    {in: "cpu=18446744073709551", wantErr: "more cpu than the scheduler can count"},
+		"memory beyond what the scheduler counts": {in: "memory=9300000000000000000", wantErr: "more memory than the scheduler can count"},
+		"zero extended resource":                  {in: "cpu=1,example.com/r7=0", wantErr: "zero quantity for example.com/r7"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -72,7 +79,14 @@ func TestHookTemplateRequests(t *testing.T) {
 			want: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1100m")},
 		},
 		"no resources": {data: "spec:\n  containers:\n  - name: $job\n", want: v1.ResourceList{}},
-		"not yaml":     {data: "spec: [", wantErr: true},
+		// Issue 20: beyond int64 in the scheduler's units it wrapped around.
+		"cpu beyond what the scheduler counts": {data: "spec:\n  containers:\n  - name: $job\n    resources: {requests: {cpu: \"18446744073709551\"}}\n", wantErr: true},
+		// A zero-valued resource asks for nothing: it is not kept.
+		"zero extended resource dropped": {
+			data: "spec:\n  containers:\n  - name: $job\n    resources: {requests: {cpu: 1, example.com/r7: 0}, limits: {example.com/r7: 0}}\n",
+			want: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+		},
+		"not yaml": {data: "spec: [", wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -407,7 +421,7 @@ func TestHookModeOf(t *testing.T) {
 }
 
 func FuzzParseResourceList(f *testing.F) {
-	for _, s := range []string{"cpu=2,memory=4Gi", " cpu=500m , nvidia.com/gpu=1 ", "cpu=", "memory=-1Gi", "cpu=1,cpu=2", ",,", "hugepages-2Mi=4Mi", "cpu=1e3"} {
+	for _, s := range []string{"cpu=2,memory=4Gi", " cpu=500m , nvidia.com/gpu=1 ", "cpu=", "memory=-1Gi", "cpu=1,cpu=2", ",,", "hugepages-2Mi=4Mi", "cpu=1e3", "cpu=18446744073709551", "cpu=1,example.com/r=0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -419,8 +433,8 @@ func FuzzParseResourceList(f *testing.F) {
 			t.Fatalf("parseResourceList(%q) accepted an empty list", s)
 		}
 		for name, q := range rl {
-			if q.Sign() < 0 {
-				t.Fatalf("parseResourceList(%q) accepted negative %s=%s", s, name, q.String())
+			if n := contract.Scaled(name, q); n <= 0 || contract.CheckSize(name, q) != nil {
+				t.Fatalf("parseResourceList(%q) accepted %s=%s, %d in the scheduler's units", s, name, q.String(), n)
 			}
 		}
 		// What it prints, it reads back (the events and messages show it).
@@ -451,8 +465,8 @@ func FuzzHookTemplate(f *testing.F) {
 		}
 		for _, rl := range []v1.ResourceList{tmpl.workflow, tmpl.step} {
 			for name, q := range rl {
-				if q.Sign() < 0 {
-					t.Fatalf("template %q accepted with negative %s=%s", data, name, q.String())
+				if n := contract.Scaled(name, q); n <= 0 || contract.CheckSize(name, q) != nil {
+					t.Fatalf("template %q accepted with %s=%s, %d in the scheduler's units", data, name, q.String(), n)
 				}
 			}
 		}

@@ -104,7 +104,14 @@ func TestBadInput(t *testing.T) {
 		},
 		"zero size": {
 			act:        runnerCycle(sized("cpu=0")),
-			wantStatus: "asks for no resources",
+			wantStatus: "zero quantity for cpu",
+			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
+			wantLog:    "broken workflow size source",
+		},
+		// Issue 20: it wrapped to cpu=-616m, cancelling other runners' holds.
+		"size beyond what the scheduler counts": {
+			act:        runnerCycle(sized("cpu=18446744073709551")),
+			wantStatus: "more cpu than the scheduler can count",
 			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
