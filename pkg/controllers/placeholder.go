@@ -14,6 +14,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
@@ -57,6 +58,13 @@ const PlaceholderIndex = "tandem.dev/placeholder-of"
 // workflow pod is stored, and the informer may show the delete first.
 const lostRecheck = 2 * time.Second
 
+// maxLostBackoff caps the wait before a placeholder lost again and again is
+// recreated: each loss in a row doubles it from lostRecheck. A placeholder
+// the kubelet rejects (another scheduler or a DaemonSet took the room) is
+// otherwise a create, a get, a delete and an admission every 2 s for as long
+// as its runner lives.
+const maxLostBackoff = 5 * time.Minute
+
 // IndexPlaceholder indexes a placeholder by the runner whose reservation it
 // holds.
 func IndexPlaceholder(obj any) ([]string, error) {
@@ -77,18 +85,22 @@ type Placeholders struct {
 	recorder func(pod *v1.Pod, eventType, reason, note string)
 	want     func(key RunnerKey) (runner, placeholder *v1.Pod)
 	leaderQueue
-	// recheck is lostRecheck (shorter in tests).
+	// Recheck is lostRecheck (shorter in tests).
 	Recheck time.Duration
+	// Clock tells the time of losses and creates (a fake one in tests).
+	Clock clock.Clock
 	// enabled is set once a profile holds reservations with pods.
 	enabled atomic.Bool
 
 	mu sync.Mutex
-	// deleting holds the placeholders this worker deleted (by UID): the
-	// delete events of the others are losses.
-	deleting map[types.UID]bool
+	// deleting holds the placeholders this worker deleted (by UID), with
+	// their runner's UID: the delete events of the others are losses.
+	deleting map[types.UID]types.UID
 	// lost holds, by runner UID, when its placeholder was seen deleted by
-	// someone else.
-	lost map[types.UID]time.Time
+	// someone else; losses how many were lost in a row, none of them seen
+	// running (the backoff before the next).
+	lost   map[types.UID]time.Time
+	losses map[types.UID]int
 	// warned holds, by runner UID and reason, the runners told once that
 	// a placeholder cannot be created or was lost.
 	warned map[warnKey]bool
@@ -111,8 +123,10 @@ func NewPlaceholders(client clientset.Interface, indexer cache.Indexer, leader *
 		client: client, indexer: indexer, recorder: recorder, want: want,
 		leaderQueue: newLeaderQueue("tandem-placeholders", "placeholder", leader),
 		Recheck:     lostRecheck,
-		deleting:    map[types.UID]bool{},
+		Clock:       clock.RealClock{},
+		deleting:    map[types.UID]types.UID{},
 		lost:        map[types.UID]time.Time{},
+		losses:      map[types.UID]int{},
 		warned:      map[warnKey]bool{},
 		creating:    map[types.UID]chan struct{}{},
 		created:     map[types.UID]createdPod{},
@@ -142,10 +156,16 @@ func (p *Placeholders) Check(namespace, runner string, uid types.UID) {
 	p.queue.Add(RunnerKey{Namespace: namespace, Name: runner, UID: uid})
 }
 
-// Observed has the worker look at a placeholder the informer shows.
+// Observed has the worker look at a placeholder the informer shows. One
+// seen running ends its runner's backoff.
 func (p *Placeholders) Observed(pod *v1.Pod) {
 	if p == nil || !contract.IsPlaceholder(pod) {
 		return
+	}
+	if pod.Status.Phase == v1.PodRunning {
+		p.mu.Lock()
+		delete(p.losses, metav1.GetControllerOf(pod).UID)
+		p.mu.Unlock()
 	}
 	p.Check(pod.Namespace, pod.Annotations[contract.PlaceholderOfAnnotation], metav1.GetControllerOf(pod).UID)
 }
@@ -157,8 +177,8 @@ func (p *Placeholders) noteGoing(pod *v1.Pod) {
 	owner := metav1.GetControllerOf(pod).UID
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.lost[owner]; !ok && !p.deleting[pod.UID] && p.leader.IsLeader() {
-		p.lost[owner] = time.Now()
+	if _, ok := p.lost[owner]; !ok && p.deleting[pod.UID] == "" && p.leader.IsLeader() {
+		p.lost[owner] = p.Clock.Now()
 	}
 }
 
@@ -174,10 +194,10 @@ func (p *Placeholders) Gone(pod *v1.Pod) {
 	if c := p.created[owner]; c.pod != nil && c.pod.UID == pod.UID {
 		delete(p.created, owner)
 	}
-	if p.deleting[pod.UID] {
+	if p.deleting[pod.UID] != "" {
 		delete(p.deleting, pod.UID)
 	} else if _, ok := p.lost[owner]; !ok && p.leader.IsLeader() {
-		p.lost[owner] = time.Now()
+		p.lost[owner] = p.Clock.Now()
 	}
 	p.mu.Unlock()
 	p.Observed(pod)
@@ -297,7 +317,13 @@ func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
 	if runner == nil { // the runner is gone
 		delete(p.yielding, key.UID)
 		delete(p.lost, key.UID)
+		delete(p.losses, key.UID)
 		delete(p.created, key.UID)
+		for uid, owner := range p.deleting {
+			if owner == key.UID {
+				delete(p.deleting, uid) // its delete event will not come, or does not matter
+			}
+		}
 		delete(p.warned, warnKey{key.UID, contract.ReasonPlaceholderLost})
 		delete(p.warned, warnKey{key.UID, contract.ReasonPlaceholderFailed})
 	}
@@ -309,12 +335,16 @@ func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
 		return nil
 	}
 	if lost {
-		if wait := p.Recheck - time.Since(lostAt); wait > 0 {
+		p.mu.Lock()
+		backoff := lostBackoff(p.Recheck, p.losses[key.UID])
+		p.mu.Unlock()
+		if wait := backoff - p.Clock.Since(lostAt); wait > 0 {
 			p.queue.AddAfter(key, wait) // the workflow pod may be on its way
 			return nil
 		}
 		p.mu.Lock()
 		delete(p.lost, key.UID)
+		p.losses[key.UID]++
 		p.mu.Unlock()
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderLost).Inc()
 		logger.Info("Placeholder was removed by someone else; recreating it", "runner", klog.KObj(runner), "pod", klog.KRef(want.Namespace, want.Name), "node", want.Spec.NodeName)
@@ -365,7 +395,7 @@ func (p *Placeholders) prune(ctx context.Context, key RunnerKey, runner, want *v
 		c := p.created[key.UID]
 		p.mu.Unlock()
 		switch {
-		case c.pod == nil || time.Since(c.at) > createdTrust:
+		case c.pod == nil || p.Clock.Since(c.at) > createdTrust:
 			// None, or so old that the informer missed its delete.
 		case want != nil && c.pod.Spec.NodeName == want.Spec.NodeName && c.pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation]:
 			have = true
@@ -395,7 +425,7 @@ func (p *Placeholders) create(ctx context.Context, key RunnerKey, runner, want *
 	delete(p.creating, key.UID)
 	close(done)
 	if err == nil {
-		p.created[key.UID] = createdPod{pod: created, at: time.Now()}
+		p.created[key.UID] = createdPod{pod: created, at: p.Clock.Now()}
 	}
 	p.mu.Unlock()
 	if err != nil {
@@ -408,6 +438,13 @@ func (p *Placeholders) create(ctx context.Context, key RunnerKey, runner, want *
 				(IsTerminal(old) || metav1.GetControllerOf(old).UID != key.UID) {
 				if derr := p.delete(ctx, old); derr != nil {
 					return derr
+				}
+				if IsTerminal(old) {
+					// The informer dropped it when it ended: no delete
+					// event comes to clear the mark.
+					p.mu.Lock()
+					delete(p.deleting, old.UID)
+					p.mu.Unlock()
 				}
 				logger.V(2).Info("Deleted a placeholder the informer does not show", "pod", klog.KObj(old), "phase", old.Status.Phase, "runner", klog.KRef(key.Namespace, key.Name))
 			}
@@ -425,9 +462,22 @@ func (p *Placeholders) create(ctx context.Context, key RunnerKey, runner, want *
 	return nil
 }
 
+// lostBackoff is the wait before a placeholder is recreated after losses
+// in a row: recheck, doubled for each earlier loss, at most maxLostBackoff.
+func lostBackoff(recheck time.Duration, losses int) time.Duration {
+	wait := recheck
+	for range losses {
+		if wait >= maxLostBackoff/2 {
+			return maxLostBackoff
+		}
+		wait *= 2
+	}
+	return min(wait, maxLostBackoff)
+}
+
 func (p *Placeholders) delete(ctx context.Context, pod *v1.Pod) error {
 	p.mu.Lock()
-	p.deleting[pod.UID] = true
+	p.deleting[pod.UID] = metav1.GetControllerOf(pod).UID
 	p.mu.Unlock()
 	deleted, err := deleteNow(ctx, p.client, pod)
 	if deleted {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 )
@@ -135,5 +136,92 @@ func TestFailedPlaceholderIsReplaced(t *testing.T) {
 	got, err := client.CoreV1().Pods("arc").Get(ctx, failed.Name, metav1.GetOptions{})
 	if err != nil || got.Status.Phase == v1.PodFailed {
 		t.Fatalf("placeholder after the retry: %+v, %v; want a new one", got.Status, err)
+	}
+}
+
+// Issue 20: a placeholder the kubelet rejects again and again (another
+// scheduler or a DaemonSet took the room) was re-created every 2 s for as
+// long as its runner lived, each time a create, a get, a delete and events,
+// and the placeholders it deleted without the informer showing them stayed
+// in p.deleting for ever. Each loss now doubles the wait before the next
+// placeholder, up to maxLostBackoff; a placeholder seen running resets it;
+// nothing is kept once the runner is gone.
+func TestRejectedPlaceholderBacksOff(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Obj()
+	client := fake.NewClientset(runner)
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{PlaceholderIndex: IndexPlaceholder})
+	gone := false
+	p := NewPlaceholders(client, indexer, leadership.Leading(), func(*v1.Pod, string, string, string) {},
+		func(RunnerKey) (*v1.Pod, *v1.Pod) {
+			if gone {
+				return nil, nil
+			}
+			return runner, placeholderOf(runner, "1")
+		})
+	fc := clocktesting.NewFakeClock(time.Now())
+	p.Clock, p.Recheck = fc, time.Second
+	key := RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}
+	exists := func() bool {
+		_, err := client.CoreV1().Pods("arc").Get(ctx, placeholderOf(runner, "1").Name, metav1.GetOptions{})
+		return err == nil
+	}
+	if err := p.sync(ctx, key); err != nil || !exists() {
+		t.Fatalf("first sync: %v, placeholder exists %v", err, exists())
+	}
+	// The kubelet rejects it (Failed), which the scheduler's informer shows
+	// as a delete; the pod keeps its name until the worker deletes it.
+	reject := func() {
+		t.Helper()
+		hold, err := client.CoreV1().Pods("arc").Get(ctx, placeholderOf(runner, "1").Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold.Status.Phase = v1.PodFailed
+		if _, err := client.CoreV1().Pods("arc").UpdateStatus(ctx, hold, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p.Gone(hold)
+	}
+	recreatedAfter := func(wait time.Duration) {
+		t.Helper()
+		fc.Step(wait - time.Millisecond)
+		if err := p.sync(ctx, key); err != nil {
+			t.Fatalf("sync before the backoff ended: %v", err)
+		}
+		if got, _ := client.CoreV1().Pods("arc").Get(ctx, placeholderOf(runner, "1").Name, metav1.GetOptions{}); got == nil || got.Status.Phase != v1.PodFailed {
+			t.Fatalf("placeholder replaced before its backoff of %s ended", wait)
+		}
+		fc.Step(time.Millisecond)
+		for range 2 { // the first meets the rejected one's name and deletes it
+			_ = p.sync(ctx, key)
+		}
+		if got, err := client.CoreV1().Pods("arc").Get(ctx, placeholderOf(runner, "1").Name, metav1.GetOptions{}); err != nil || got.Status.Phase == v1.PodFailed {
+			t.Fatalf("placeholder not replaced once its backoff of %s ended: %v", wait, err)
+		}
+	}
+	for wait := time.Second; wait < maxLostBackoff; wait *= 2 { // 1 s, 2 s, ... 256 s
+		reject()
+		recreatedAfter(wait)
+	}
+	for range 3 {
+		reject()
+		recreatedAfter(maxLostBackoff)
+	}
+	// Seen running: the next loss waits the first recheck again.
+	hold, _ := client.CoreV1().Pods("arc").Get(ctx, placeholderOf(runner, "1").Name, metav1.GetOptions{})
+	hold.Status.Phase = v1.PodRunning
+	p.Observed(hold)
+	reject()
+	recreatedAfter(time.Second)
+
+	gone = true
+	if err := p.sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.deleting) + len(p.lost) + len(p.losses) + len(p.created) + len(p.creating) + len(p.yielding); n != 0 {
+		t.Errorf("%d entries kept for a runner that is gone (deleting %v, lost %v, losses %v, created %d)", n, p.deleting, p.lost, p.losses, len(p.created))
 	}
 }
