@@ -27,6 +27,8 @@ func TestDeployRenderedManifests(t *testing.T) {
 	for _, node := range []string{"deploy-n1", "deploy-n2", "deploy-n3"} {
 		e.dedicateNode(node)
 	}
+	// The runner namespace the manifests grant pod create in.
+	e.ensureNamespace("arc-runners")
 	applyServerSide(t, e.ctx, kustomizeBuild(t, kustomizeDefault), "tandem-kustomize")
 	applyServerSide(t, e.ctx, renderChart(t), "tandem-helm")
 
@@ -279,4 +281,14 @@ func withArg(t *testing.T, config, anchor, line string) string {
 	}
 	t.Fatalf("no line %q in the rendered config:\n%s", anchor, config)
 	return ""
+}
+
+// ensureNamespace creates namespace name if it does not exist: a cluster
+// runs ARC's runners there before tandem is installed.
+func (e *env) ensureNamespace(name string) {
+	e.t.Helper()
+	_, err := e.client.CoreV1().Namespaces().Create(e.ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
 }

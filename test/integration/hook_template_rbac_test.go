@@ -21,7 +21,7 @@ func TestChartHookTemplateNamespacesRBAC(t *testing.T) {
 	// Installed into the test's namespace, with cluster-wide objects of
 	// its own.
 	const release = "tandem-hooks"
-	objs := renderChart(t, "--release", release, "--namespace", e.ns, "--set", "workflowReservation.hookTemplateNamespaces={"+e.ns+"}")
+	objs := renderChart(t, "--release", release, "--namespace", e.ns, "--set", "workflowReservation.hookTemplateNamespaces={"+e.ns+"}", "--set", "runnerNamespaces={"+e.ns+"}")
 	for _, o := range objs {
 		rules, err := yaml.Marshal(o.Object["rules"])
 		if err != nil {

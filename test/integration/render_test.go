@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
@@ -40,7 +41,9 @@ func TestChartAndKustomizeRenderTheSameObjects(t *testing.T) {
 		configMapKey,
 		deploymentKey,
 		"PodDisruptionBudget/tandem-system/tandem-scheduler",
+		"Role/arc-runners/tandem-scheduler-runners",
 		"Role/tandem-system/tandem-scheduler-leader-election",
+		"RoleBinding/arc-runners/tandem-scheduler-runners",
 		"RoleBinding/kube-system/tandem-scheduler-authentication-reader",
 		"RoleBinding/tandem-system/tandem-scheduler-leader-election",
 		"Service/tandem-system/tandem-scheduler-metrics",
@@ -57,6 +60,50 @@ func TestChartAndKustomizeRenderTheSameObjects(t *testing.T) {
 	delete(withNamespace, "Namespace//"+releaseNamespace)
 	if diff := cmp.Diff(base, withNamespace); diff != "" {
 		t.Errorf("%s is not %s plus the namespace (-base,+default):\n%s", kustomizeDefault, kustomizeBase, diff)
+	}
+}
+
+// Issue 20: the scheduler could create pods in every namespace, which with
+// pods/binding amounts to cluster-admin for whoever compromises it. It may
+// create pods (pair pods, placeholders) only in the runner namespaces: a
+// Role in each of the chart's runnerNamespaces (arc-runners by default, as
+// in the kustomize base), no ClusterRole with pod create in any rendering.
+func TestNoClusterWidePodCreate(t *testing.T) {
+	renderings := map[string][]*unstructured.Unstructured{
+		"chart":                 renderChart(t),
+		"chart, Pods mode":      renderChart(t, "--set", "reservationMode=Pods"),
+		"chart, two namespaces": renderChart(t, "--set", "runnerNamespaces={team-a,team-b}"),
+		"kustomize base":        kustomizeBuild(t, kustomizeBase),
+		"kustomize Pods mode":   kustomizeBuild(t, kustomizePods),
+	}
+	wantRoles := map[string][]string{"chart, two namespaces": {"team-a", "team-b"}}
+	for name, objs := range renderings {
+		var podCreate []string
+		for _, o := range objs {
+			if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
+				continue
+			}
+			var role rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range role.Rules {
+				if slices.Contains(r.Resources, "pods") && (slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "*")) {
+					if o.GetKind() == "ClusterRole" {
+						t.Errorf("%s: ClusterRole %s grants pod create", name, o.GetName())
+					}
+					podCreate = append(podCreate, o.GetNamespace())
+				}
+			}
+		}
+		want, ok := wantRoles[name]
+		if !ok {
+			want = []string{"arc-runners"}
+		}
+		slices.Sort(podCreate)
+		if !slices.Equal(podCreate, want) {
+			t.Errorf("%s: pod create granted in namespaces %v, want %v", name, podCreate, want)
+		}
 	}
 }
 

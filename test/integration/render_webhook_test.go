@@ -94,17 +94,25 @@ func TestChartPodsMode(t *testing.T) {
 		t.Errorf("objects Pods mode adds (-want,+got):\n%s", diff)
 	}
 
-	// The scheduler creates and deletes placeholders: pods create, delete.
+	// The scheduler creates placeholders in the runner namespaces
+	// (TestNoClusterWidePodCreate) and deletes them: pods delete.
 	var verbs []string
 	for _, r := range object[rbacv1.ClusterRole](t, objs, "ClusterRole//"+releaseName).Rules {
 		if slices.Contains(r.APIGroups, "") && slices.Contains(r.Resources, "pods") {
 			verbs = append(verbs, r.Verbs...)
 		}
 	}
-	for _, want := range []string{"create", "delete"} {
-		if !slices.Contains(verbs, want) {
-			t.Errorf("scheduler's verbs on pods %q, want %s (placeholders)", verbs, want)
+	if !slices.Contains(verbs, "delete") {
+		t.Errorf("scheduler's verbs on pods %q, want delete (placeholders)", verbs)
+	}
+	var create []string
+	for _, r := range object[rbacv1.Role](t, objs, "Role/arc-runners/"+releaseName+"-runners").Rules {
+		if slices.Contains(r.Resources, "pods") {
+			create = append(create, r.Verbs...)
 		}
+	}
+	if !slices.Equal(create, []string{"create"}) {
+		t.Errorf("scheduler's verbs on pods in arc-runners %q, want create (placeholders)", create)
 	}
 	// The webhook reads runners and placeholders and deletes placeholders, nothing else.
 	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "delete"}}}

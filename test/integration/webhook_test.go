@@ -220,7 +220,7 @@ func TestWebhookDownAllowsWorkflowPod(t *testing.T) {
 // TLS Secret): a dry-run server-side apply of all of them succeeds.
 func TestChartPodsModeApplies(t *testing.T) {
 	e := newEnvWithoutScheduler(t, nil)
-	objs := renderChart(t, "--namespace", e.ns, "--set", "reservationMode=Pods", "--set", "fullnameOverride="+e.ns)
+	objs := renderChart(t, "--namespace", e.ns, "--set", "reservationMode=Pods", "--set", "fullnameOverride="+e.ns, "--set", "runnerNamespaces={"+e.ns+"}")
 	kinds := map[string]bool{}
 	for _, o := range objs {
 		kinds[o.GetKind()] = true
