@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing"
@@ -435,8 +436,8 @@ func (f *Feeder) WantPlaceholder(key RunnerKey) (*v1.Pod, *v1.Pod) {
 		return runner, nil
 	}
 	for _, wf := range f.WorkflowPods(nn) {
-		if !r.Owns(wf) || IsTerminal(wf) {
-			continue
+		if !r.Owns(wf) || IsTerminal(wf) || !contract.MayClaimOn(wf, r.Node) {
+			continue // not the runner's workflow pod, or one on another node: an ordinary pod
 		}
 		if wf.Spec.NodeName == "" {
 			if p := f.ProfileOf(wf); p != nil && p.Handover != nil && p.Handover() {

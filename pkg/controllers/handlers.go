@@ -203,27 +203,32 @@ func (f *Feeder) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.N
 	if r, ok := f.store.Get(runner); !ok || (r.ClaimedBy() == pod.UID && r.ClaimSeen()) || (r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID) {
 		return
 	}
-	// A workflow pod on another node (not pinned to its runner's) no
-	// longer needs the room: the reservation is used up.
 	taken, seen := f.store.SeeWorkflowPod(runner, pod)
-	if seen == reservations.SeenStale {
+	switch seen {
+	case reservations.SeenStale:
 		logger.V(4).Info("Workflow pod of an earlier runner of the same name; it claims nothing", "pod", klog.KObj(pod), "runner", runner)
-	}
-	if seen != reservations.SeenClaim && seen != reservations.SeenElsewhere {
+		return
+	case reservations.SeenElsewhere:
+		// Whoever may create pods in the namespace may label one with
+		// another runner's name: only on the reserved node does it claim
+		// (and there it is in the node's accounting, so the room is not
+		// counted twice). Elsewhere it is an ordinary pod.
+		logger.V(2).Info("Pod labelled as a runner's workflow pod runs on another node than the runner's reservation; it claims nothing", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", taken.Node)
+		if f.FirstWarning(pod.UID, contract.ReasonNoReservation) {
+			f.Event(pod, v1.EventTypeWarning, contract.ReasonNoReservation, "Claim", fmt.Sprintf(
+				"Runs on node %s, not on node %s where runner %s's room is reserved: it claims nothing, and the room stays held for the runner's workflow pod", pod.Spec.NodeName, taken.Node, runner.Name))
+		}
+		return
+	case reservations.SeenClaim:
+	default:
 		return
 	}
-	elsewhere := seen == reservations.SeenElsewhere
 	f.ObserveClaim(f.firstProfile().Name, taken)
 	f.RecordMetrics()
-	if elsewhere {
-		logger.V(2).Info("Workflow pod runs on another node than its runner's reservation; released it", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", taken.Node)
-		f.Event(pod, v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Runs on node %s, not on node %s where runner %s's room was reserved: released the reservation", pod.Spec.NodeName, taken.Node, runner.Name))
-	} else {
-		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.Node)
-		f.RoutineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
-			return fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.Node)
-		})
-	}
+	logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.Node)
+	f.RoutineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
+		return fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.Node)
+	})
 	f.ActivateWaiting(logger)
 }
 

@@ -125,14 +125,14 @@ func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reserva
 		return false
 	}
 	for _, wf := range workflows {
-		if wf.Spec.NodeName != "" && !IsTerminal(wf) && finished[wf.UID] == nil && r.Owns(wf) {
+		if wf.Spec.NodeName == r.Node && !IsTerminal(wf) && finished[wf.UID] == nil && r.Owns(wf) {
 			f.observeWorkflow(logger, wf, r.Runner)
 			f.repaired(logger, pod, metrics.RepairClaimed, fmt.Sprintf("Workflow pod %s on node %s had not been counted as the reservation's claim", wf.Name, wf.Spec.NodeName))
 			return true
 		}
 	}
 	for _, wf := range finished {
-		if wf.Namespace == r.Runner.Namespace && wf.Labels[f.runnerPodLabel] == r.Runner.Name && r.Owns(wf) {
+		if wf.Namespace == r.Runner.Namespace && wf.Labels[f.runnerPodLabel] == r.Runner.Name && r.Owns(wf) && wf.Spec.NodeName == r.Node {
 			if f.markDone(r, wf.UID) {
 				f.repaired(logger, pod, metrics.RepairFinished, fmt.Sprintf("Workflow pod %s already finished; the reservation on node %s holds nothing more", wf.Name, r.Node))
 				return true

@@ -21,12 +21,13 @@
 //	Rebuild              (none, or any: it replaces)         Held, Bound                    -
 //	Return               Held, not Bound, the one taken      removed                        Bound (the bind went through); replaced
 //	MarkBound            not Bound (same UID)                Bound                          another UID
-//	Claim                Held, StepsOnly (same UID)          Claimed; UsedUp on another     Claimed, UsedUp, another UID
-//	                                                         node
+//	Claim                Held, StepsOnly (same UID, the      Claimed                        Claimed, UsedUp, another UID, another
+//	                     reserved node)                                                     node
 //	Unclaim              Claimed/UsedUp by the pod,          as before the Claim            ClaimSeen, another pod's claim
 //	                     not ClaimSeen
-//	SeeWorkflowPod       Held, StepsOnly (the incarnation's  Claimed, ClaimSeen; UsedUp     a pod of an earlier runner of the
-//	                     pod); Claimed by the pod            on another node                name (stale); claimed by another
+//	SeeWorkflowPod       Held, StepsOnly (the incarnation's  Claimed, ClaimSeen             a pod of an earlier runner of the
+//	                     pod on the reserved node);                                         name (stale); claimed by another;
+//	                     Claimed by the pod                                                 on another node (SeenElsewhere)
 //	WorkflowPodGone      Claimed by the pod                  UsedUp, ClaimSeen              UsedUp, another pod's claim
 //	WorkflowPodFinished  Held, StepsOnly, Claimed by it      UsedUp, ClaimSeen              UsedUp, claimed by another, other UID
 //	JobStarted           Held, no start noted                Held, job started              a start noted, the stale job, Claimed,

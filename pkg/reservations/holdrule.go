@@ -12,7 +12,8 @@ import (
 //   - once the workflow pod is there: the step headroom, less what the
 //     workflow pod takes beyond the workflow part, less the requests of the
 //     runner's step pods running there; its host ports are the pod's own;
-//   - once the workflow pod is gone, or ran elsewhere: nothing;
+//   - once the workflow pod is gone: nothing (a pod of the runner on
+//     another node is not its workflow pod: it claims nothing);
 //   - less, at any time, what the runner's placeholder (reservationMode:
 //     Pods) requests on the node: that pod's requests are the node's
 //     already (it holds no host ports: NodePorts would keep the workflow

@@ -116,17 +116,18 @@ func (s *Store) MarkBound(runner types.NamespacedName, uid types.UID) bool {
 }
 
 // Claim hands the reservation of runner incarnation runnerUID to the
-// workflow pod being scheduled onto node (Reserve). Scheduled onto another
-// node than reserved (an unpinned workflow pod), the room is no longer
-// needed: the reservation is used up at once. It reports whether it claimed,
-// and whether the reservation was used up before (for Unclaim).
+// workflow pod being scheduled onto node (Reserve). Only a pod scheduled onto
+// the reserved node claims: one scheduled elsewhere (an unpinned workflow
+// pod, or any pod that carries the runner's name) is an ordinary pod there,
+// and the reservation stays held for its runner. It reports whether it
+// claimed, and whether the reservation was used up before (for Unclaim).
 func (s *Store) Claim(runner types.NamespacedName, runnerUID, pod types.UID, node string) (claimed, wasUsedUp bool) {
 	s.transition(runner, func(r *Reservation) bool {
-		if r.RunnerUID != runnerUID || r.claimedBy != "" {
+		if r.RunnerUID != runnerUID || r.claimedBy != "" || r.Node != node {
 			return false
 		}
 		claimed, wasUsedUp = true, r.done
-		r.claimedBy, r.done = pod, r.Node != node
+		r.claimedBy = pod
 		return true
 	})
 	return claimed, wasUsedUp
@@ -156,8 +157,8 @@ const (
 	SeenStale
 	// SeenClaim the pod claimed the reservation on its node.
 	SeenClaim
-	// SeenElsewhere the pod runs on another node; the reservation is used
-	// up.
+	// SeenElsewhere the pod runs on another node than the reservation's:
+	// it claims nothing there, and the reservation stays held.
 	SeenElsewhere
 )
 
@@ -182,11 +183,12 @@ func (s *Store) SeeWorkflowPod(runner types.NamespacedName, pod *v1.Pod) (Reserv
 		if r.claimedBy != "" {
 			return false
 		}
-		seen = SeenClaim
 		if r.Node != pod.Spec.NodeName {
 			seen = SeenElsewhere
+			return false
 		}
-		r.claimedBy, r.claimSeen, r.done = pod.UID, true, seen == SeenElsewhere
+		seen = SeenClaim
+		r.claimedBy, r.claimSeen = pod.UID, true
 		return true
 	})
 	return r, seen

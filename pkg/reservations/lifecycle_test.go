@@ -147,8 +147,11 @@ func TestClaim(t *testing.T) {
 		}
 	}
 	runVerbCases(t, map[string]verbCase{
-		"held, on the reserved node":   {from: held, do: claim("u1", "n1"), want: [2]bool{true, false}, after: `Claimed bound=true by="wf" seen=false job=false`},
-		"held, on another node":        {from: held, do: claim("u1", "n2"), want: [2]bool{true, false}, after: `UsedUp bound=true by="wf" seen=false job=false`},
+		"held, on the reserved node": {from: held, do: claim("u1", "n1"), want: [2]bool{true, false}, after: `Claimed bound=true by="wf" seen=false job=false`},
+		// Issue 20: scheduled to another node, a pod claims nothing (it used
+		// up the reservation, which any pod labelled with the runner's name
+		// could do).
+		"refused: another node":        {from: held, do: claim("u1", "n2"), want: [2]bool{false, false}, after: `Held bound=true by="" seen=false job=false`},
 		"steps only":                   {from: stepsOnly, do: claim("u1", "n1"), want: [2]bool{true, false}, after: `Claimed bound=true by="wf" seen=false job=true`},
 		"runner not seen bound yet":    {from: unbound, do: claim("u1", "n1"), want: [2]bool{true, false}, after: `Claimed bound=false by="wf" seen=false job=false`},
 		"refused: claimed":             {from: claimedByOther, do: claim("u1", "n1"), want: [2]bool{false, false}, after: `Claimed bound=true by="other" seen=true job=false`},
@@ -162,11 +165,11 @@ func TestUnclaim(t *testing.T) {
 		return func(s *Store, _ *Reservation) any { return s.Unclaim(lifecycleRunner, pod, false) }
 	}
 	runVerbCases(t, map[string]verbCase{
-		"assumed claim":            {from: claimAssumed, do: unclaim("wf"), want: true, after: `Held bound=true by="" seen=false job=false`},
-		"assumed claim, elsewhere": {from: usedUpAssumed, do: unclaim("wf"), want: true, after: `Held bound=true by="" seen=false job=false`},
-		"refused: claim seen":      {from: claimed, do: unclaim("wf"), want: false, after: `Claimed bound=true by="wf" seen=true job=false`},
-		"refused: another pod's":   {from: claimAssumed, do: unclaim("other"), want: false, after: `Claimed bound=true by="wf" seen=false job=false`},
-		"refused: unclaimed":       {from: held, do: unclaim("wf"), want: false, after: `Held bound=true by="" seen=false job=false`},
+		"assumed claim":          {from: claimAssumed, do: unclaim("wf"), want: true, after: `Held bound=true by="" seen=false job=false`},
+		"assumed claim, used up": {from: usedUpAssumed, do: unclaim("wf"), want: true, after: `Held bound=true by="" seen=false job=false`},
+		"refused: claim seen":    {from: claimed, do: unclaim("wf"), want: false, after: `Claimed bound=true by="wf" seen=true job=false`},
+		"refused: another pod's": {from: claimAssumed, do: unclaim("other"), want: false, after: `Claimed bound=true by="wf" seen=false job=false`},
+		"refused: unclaimed":     {from: held, do: unclaim("wf"), want: false, after: `Held bound=true by="" seen=false job=false`},
 	})
 }
 
@@ -176,8 +179,10 @@ func TestSeeWorkflowPod(t *testing.T) {
 	}
 	later := lifecycleCreated.Add(time.Minute)
 	runVerbCases(t, map[string]verbCase{
-		"claims on its node":               {from: held, do: see(workflowPodOf("wf", "n1", later)), want: SeenClaim, after: `Claimed bound=true by="wf" seen=true job=false`},
-		"claims elsewhere: used up":        {from: held, do: see(workflowPodOf("wf", "n2", later)), want: SeenElsewhere, after: `UsedUp bound=true by="wf" seen=true job=false`},
+		"claims on its node": {from: held, do: see(workflowPodOf("wf", "n1", later)), want: SeenClaim, after: `Claimed bound=true by="wf" seen=true job=false`},
+		// Issue 20: a pod labelled with the runner's name bound to another
+		// node used up the reservation; it claims nothing.
+		"refused: on another node":         {from: held, do: see(workflowPodOf("wf", "n2", later)), want: SeenElsewhere, after: `Held bound=true by="" seen=false job=false`},
 		"claims steps only":                {from: stepsOnly, do: see(workflowPodOf("wf", "n1", later)), want: SeenClaim, after: `Claimed bound=true by="wf" seen=true job=true`},
 		"confirms the assumed claim":       {from: claimAssumed, do: see(workflowPodOf("wf", "n1", later)), want: SeenNothingNew, after: `Claimed bound=true by="wf" seen=true job=false`},
 		"confirmed already":                {from: claimed, do: see(workflowPodOf("wf", "n1", later)), want: SeenNothingNew, after: `Claimed bound=true by="wf" seen=true job=false`},

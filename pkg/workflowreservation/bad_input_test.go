@@ -223,15 +223,31 @@ func TestBadInput(t *testing.T) {
 			wantEvent: "Warning " + contract.ReasonNoReservation,
 			wantLog:   "Released reservation",
 		},
+		// Issue 20: it used up r1's reservation, so anyone who may create
+		// pods in the namespace could void another runner's room.
 		"a workflow pod bound to another node than its reservation": {
 			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				pl.feeder.OnPod(logger, workflowPod("r1").Node("n2").Obj())
 				return nil
 			},
-			wantEvent: "Normal " + contract.ReasonReleased + " Runs on node n2, not on node n1",
-			wantLog:   "runs on another node than its runner's reservation",
-			wantHeld:  []string{"r1@n1:done"},
+			wantEvent: "Warning " + contract.ReasonNoReservation + " Runs on node n2, not on node n1 where runner r1's room is reserved: it claims nothing",
+			wantLog:   "runs on another node than the runner's reservation; it claims nothing",
+			wantHeld:  []string{"r1@n1:held"},
+		},
+		"a workflow pod scheduled to another node than its reservation": {
+			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
+			act: func(ctx context.Context, _ klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				cs := framework.NewCycleState()
+				pod := workflowPod("r1").Obj()
+				if _, status := pl.PreFilter(ctx, cs, pod, nil); !status.IsSuccess() {
+					return status
+				}
+				return pl.Reserve(ctx, cs, pod, "n2")
+			},
+			wantEvent: "Warning " + contract.ReasonNoReservation + " Scheduled to node n2, not to node n1 where runner r1's room is reserved: it claims nothing",
+			wantLog:   "scheduled to another node than its runner's reservation; it claims nothing",
+			wantHeld:  []string{"r1@n1:held"},
 		},
 		"a workflow pod larger than its reservation": {
 			reservations: []*reservations.Reservation{oneUnitReservation("r1")},

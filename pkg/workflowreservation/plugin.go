@@ -345,7 +345,7 @@ func (pl *WorkflowReservation) claimOf(ctx context.Context, pod *v1.Pod, s *preF
 		why = "the pod was created before runner " + runner.String() + ": it belongs to an earlier runner of that name"
 	default:
 		s.kind, s.runner, s.own = kindWorkflow, runner, r
-		if pinnedTo(pod, r.Node) {
+		if contract.PinnedTo(pod, r.Node) {
 			result = &fwk.PreFilterResult{NodeNames: sets.New(r.Node)}
 		}
 	}
@@ -614,11 +614,21 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 		pl.feeder.RecordMetrics()
 		logger.V(4).Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
 	case kindWorkflow:
-		// Elsewhere than reserved (an unpinned workflow pod), the room is
-		// no longer needed: the reservation is used up at once.
+		// Only on the reserved node does it claim. Elsewhere (an unpinned
+		// workflow pod that another node suited better) it is an ordinary
+		// pod, and the room stays held for the runner: whoever may create
+		// pods in the namespace may label one with the runner's name.
 		rs := &reserveState{}
 		rs.claimed, rs.wasUsedUp = pl.store.Claim(s.runner, s.own.RunnerUID, pod.UID, nodeName)
 		cs.Write(reserveStateKey, rs)
+		if !rs.claimed && nodeName != s.own.Node {
+			logger.V(2).Info("Workflow pod scheduled to another node than its runner's reservation; it claims nothing", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName, "reservedNode", s.own.Node)
+			if pl.feeder.FirstWarning(pod.UID, contract.ReasonNoReservation) {
+				pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoReservation, "Scheduling",
+					"Scheduled to node %s, not to node %s where runner %s's room is reserved: it claims nothing, and the room stays held for the runner", nodeName, s.own.Node, s.runner.Name)
+			}
+			return nil
+		}
 		pl.feeder.RecordMetrics()
 	}
 	return nil
@@ -777,6 +787,9 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 		}
 		pl.feeder.RoutineEvent(pod, contract.ReasonReserved, "Reserve", func() string { return reservedNote(s, nodeName) })
 	case kindWorkflow:
+		if c, err := cs.Read(reserveStateKey); err != nil || !c.(*reserveState).claimed {
+			return // it claimed nothing (scheduled to another node, or claimed by another)
+		}
 		pl.feeder.ObserveClaim(pl.profile.Name, s.own)
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName)
 		pl.feeder.RoutineEvent(pod, contract.ReasonClaimed, "Claim", func() string {

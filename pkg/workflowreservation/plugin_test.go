@@ -459,6 +459,9 @@ func TestPostBindEvents(t *testing.T) {
 				if _, status := pl.PreFilter(ctx, cs, tc.pod, nil); !status.IsSuccess() {
 					t.Fatalf("PreFilter: %v", status)
 				}
+				if status := pl.Reserve(ctx, cs, tc.pod, "n1"); !status.IsSuccess() {
+					t.Fatalf("Reserve: %v", status)
+				}
 				cs.Write(boundStateKey, boundState{}) // as this plugin's Bind leaves it
 				pl.PostBind(ctx, cs, tc.pod, "n1")
 				var want []string

@@ -175,31 +175,6 @@ func TestFilterStepsAndPorts(t *testing.T) {
 	}
 }
 
-func TestPinnedTo(t *testing.T) {
-	hostname := func(values ...string) *st.PodWrapper {
-		return st.MakePod().NodeAffinityIn(v1.LabelHostname, values, st.NodeSelectorTypeMatchExpressions)
-	}
-	tests := map[string]struct {
-		pod  *v1.Pod
-		want bool
-	}{
-		"required hostname affinity naming the node (hooks v0.7.0 kube-scheduler mode)": {pod: hostname("n1").Obj(), want: true},
-		"metadata.name field naming the node":                                           {pod: st.MakePod().NodeAffinityIn(metav1.ObjectNameField, []string{"n1"}, st.NodeSelectorTypeMatchFields).Obj(), want: true},
-		"hostname nodeSelector naming the node":                                         {pod: st.MakePod().NodeSelector(map[string]string{v1.LabelHostname: "n1"}).Obj(), want: true},
-		"hostname nodeSelector naming another node":                                     {pod: st.MakePod().NodeSelector(map[string]string{v1.LabelHostname: "n2"}).Obj()},
-		"a pool affinity (novolume template)":                                           {pod: st.MakePod().NodeAffinityIn("pool", []string{"ci"}, st.NodeSelectorTypeMatchExpressions).Obj()},
-		"hostname affinity allowing two nodes":                                          {pod: hostname("n1", "n2").Obj()},
-		"no affinity":                                                                   {pod: st.MakePod().Obj()},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := pinnedTo(tc.pod, "n1"); got != tc.want {
-				t.Errorf("pinnedTo = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // useJobs gives the plugin a Job lister holding jobs.
 func useJobs(t *testing.T, pl *WorkflowReservation, jobs ...*batchv1.Job) {
 	t.Helper()

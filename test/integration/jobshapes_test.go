@@ -135,8 +135,10 @@ func TestJobWithoutContainerReleasesAfterGrace(t *testing.T) {
 
 // kubernetes-novolume (hooks v0.8): a workflow pod whose template adds a
 // required pool affinity is not pinned. Larger than reserved and without
-// room on the runner's node, it goes to another node of the pool, and the
-// reservation is released there.
+// room on the runner's node, it goes to another node of the pool, where it
+// claims nothing (issue 20: that used the reservation up, so any pod
+// labelled with the runner's name could void the runner's room): the
+// runner's room stays held until the runner ends.
 func TestUnpinnedWorkflowPodGoesElsewhere(t *testing.T) {
 	e := newEnv(t, tandemConfig(), map[string]string{"nv-n1": "3", "nv-n2": "4"})
 	for _, n := range []string{"nv-n1", "nv-n2"} {
@@ -154,9 +156,14 @@ func TestUnpinnedWorkflowPodGoesElsewhere(t *testing.T) {
 	if got := e.bound("r1-workflow"); got != "nv-n2" {
 		t.Fatalf("workflow pod landed on %q, want nv-n2: nv-n1 has 2 of the 2.5 cpu it needs", got)
 	}
-	// The runner's node is free again but for the runner.
+	wantContains(t, "warning on the workflow pod", e.event("r1-workflow", contract.ReasonNoReservation), "claims nothing")
+	// The runner's room stays held for it until it ends.
 	e.create("other", podSpec{cpu: "2", onNode: "nv-n1"})
-	e.bound("other")
+	wantContains(t, "other while r1 holds its room", e.unschedulable("other"), contract.ErrReasonRoomReserved)
+	e.delete("r1")
+	if got := e.bound("other"); got != "nv-n1" {
+		t.Errorf("other landed on %q once r1 ended, want nv-n1", got)
+	}
 }
 
 // The next hook (upstream PRs #339/#445) prefers the runner's node by

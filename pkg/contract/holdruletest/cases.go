@@ -136,8 +136,11 @@ func Cases() []Case {
 			Pods: []Pod{wf, {Name: "r1-step-0a1b", Role: Step, After: time.Minute, Node: Node, CPU: "1", Memory: "1Gi"}}},
 		{Name: "the workflow pod finished: nothing", Requests: size, StepRequests: steps, HostPorts: ports,
 			Pods: []Pod{with(wf, func(p *Pod) { p.Done = true })}},
-		{Name: "the workflow pod runs on another node: nothing", Requests: size, StepRequests: steps, HostPorts: ports,
-			Pods: []Pod{with(wf, func(p *Pod) { p.Node = "n2" })}},
+		// Issue 20: it used the reservation up, so that any pod labelled with
+		// the runner's name voided the runner's room from another node.
+		{Name: "a pod of the runner on another node claims nothing: all of it", Requests: size, StepRequests: steps, HostPorts: ports,
+			Pods: []Pod{with(wf, func(p *Pod) { p.Node = "n2" })},
+			Held: "cpu=2,memory=2Gi", HeldPorts: ports},
 		{Name: "no workflow pod after the grace: the step headroom", Requests: size, StepRequests: steps, HostPorts: ports,
 			NoWorkflowPod:     true,
 			Held:              "cpu=500m,memory=512Mi",

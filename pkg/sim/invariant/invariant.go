@@ -11,7 +11,8 @@
 //   - once the workflow pod is there: the step headroom, i.e. the recorded
 //     requests less the workflow pod's, at most the recorded stepRequests,
 //     less the runner's step pods there;
-//   - once the workflow pod is gone, ended, or ran on another node: nothing;
+//   - once the workflow pod is gone or ended: nothing (a pod of the runner on
+//     another node is not its workflow pod: it claims nothing);
 //   - a job without a container: only the step headroom, less the runner's
 //     step pods, once the plugin released the rest, which the checker knows
 //     from the API as the plugin does: the runner's EphemeralRunner showed a
@@ -334,10 +335,11 @@ func (c *Checker) observe(obj any, deleted bool) {
 	}
 	touched[pod.Spec.NodeName] = true
 	if _, ok := pod.Labels[c.runnerLabel]; ok && pod.Spec.NodeName != "" && !deleted {
-		// The first such pod of the incarnation on a node is its workflow
-		// pod: from now on its claim decides what the reservation holds.
+		// The first such pod of the incarnation on the runner's node is its
+		// workflow pod: from now on its claim decides what the reservation
+		// holds. One on another node claims nothing.
 		if runner := c.incarnationLocked(pod, pod.Labels[c.runnerLabel]); runner != nil {
-			if _, claimed := c.workflow[runner.UID]; !claimed {
+			if _, claimed := c.workflow[runner.UID]; !claimed && pod.Spec.NodeName == runner.Spec.NodeName {
 				c.workflow[runner.UID] = pod.UID
 			}
 			touched[runner.Spec.NodeName] = true

@@ -313,8 +313,12 @@ func TestCheckerJobShapes(t *testing.T) {
 		"the workflow pod ended: nothing held": {
 			events: []any{runner, workflow("n1"), finished(workflow("n1")), other("5")},
 		},
-		"the workflow pod on another node: nothing held": {
-			events: []any{runner, workflow("n2"), other("5")},
+		// Issue 20: a pod labelled with the runner's name on another node
+		// used the reservation up; it claims nothing, all of it stays held.
+		"a pod of the runner on another node claims nothing: all held": {
+			events:           []any{runner, workflow("n2"), other("2")},
+			wantReservations: []string{"ns/r1"},
+			wantReservedCPU:  3000,
 		},
 		"job without a container: released after the grace, the step headroom kept": {
 			// runner 1 + headroom 1 + other 4 = 6.

@@ -36,7 +36,7 @@ type Event struct {
 var tandemReasons = map[string]string{
 	"WorkflowCapacityReserved":       "room for the workflow pod was reserved on the runner's node",
 	"WorkflowReservationClaimed":     "the workflow pod took its runner's reservation",
-	"WorkflowReservationReleased":    "the room was given back unclaimed (runner gone, node gone, or the workflow pod ran elsewhere)",
+	"WorkflowReservationReleased":    "the room was given back unclaimed (runner gone, node gone, or a job without a container)",
 	"InvalidWorkflowSize":            "a size source is broken; tandem used the next one",
 	"WorkflowSizeUnknown":            "no source gave a size: the runner was placed without a reservation",
 	"InvalidReservation":             "the runner's recorded reservation could not be used and holds nothing (the reconciler sizes a runner of a tandem profile again)",

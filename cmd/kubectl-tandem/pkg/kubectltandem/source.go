@@ -20,8 +20,8 @@ const (
 	// PhaseClaimed is a reservation whose workflow pod is on the node: only
 	// step headroom is still held.
 	PhaseClaimed Phase = "claimed"
-	// PhaseFinished is a reservation whose workflow pod is gone (finished,
-	// or ran on another node): nothing is held.
+	// PhaseFinished is a reservation whose workflow pod is gone (finished):
+	// nothing is held.
 	PhaseFinished Phase = "finished"
 	// PhaseInvalid is a record that may not hold room (Reservation.Invalid
 	// says why): tandem ignores it.
@@ -156,8 +156,10 @@ type usage struct {
 //   - the workflow pod on the node: claimed, the step headroom, less what
 //     the workflow pod takes beyond the workflow part, less the requests of
 //     the step pods running there;
-//   - the workflow pod finished, or bound to another node: finished,
-//     nothing.
+//   - the workflow pod finished: finished, nothing.
+//
+// A labelled pod bound to another node is not the workflow pod: it claims
+// nothing (tandem treats it as an ordinary pod).
 //
 // A workflow pod that came and was deleted leaves no trace in the API:
 // such a reservation shows as held until its runner ends, as tandem holds
@@ -171,7 +173,7 @@ func holds(rec contract.Recorded, runner *v1.Pod, pods []runnerPod) usage {
 	}
 	var workflow *v1.Pod
 	for _, rp := range mine {
-		if !rp.viaJob && rp.pod.Spec.NodeName != "" {
+		if !rp.viaJob && rp.pod.Spec.NodeName == rec.Node {
 			workflow = rp.pod
 			break
 		}
@@ -180,7 +182,7 @@ func holds(rec contract.Recorded, runner *v1.Pod, pods []runnerPod) usage {
 	if workflow == nil {
 		// A workflow pod not bound yet, if any, for the user.
 		for _, rp := range mine {
-			if !rp.viaJob {
+			if !rp.viaJob && rp.pod.Spec.NodeName == "" {
 				u.workflowPod = rp.pod.Name
 				break
 			}
@@ -197,7 +199,7 @@ func holds(rec contract.Recorded, runner *v1.Pod, pods []runnerPod) usage {
 	switch {
 	case workflow == nil:
 		u.phase, u.holds, u.ports = PhaseHeld, atLeastZero(sub(rec.Requests, steps)), rec.HostPorts
-	case isTerminal(workflow) || workflow.Spec.NodeName != rec.Node:
+	case isTerminal(workflow):
 		u.phase, u.holds = PhaseFinished, v1.ResourceList{}
 	default:
 		headroom := atMost(atLeastZero(sub(rec.Requests, podRequests(workflow))), rec.StepRequests)

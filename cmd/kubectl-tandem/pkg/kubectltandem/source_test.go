@@ -82,10 +82,11 @@ func TestHolds(t *testing.T) {
 			pods: []*v1.Pod{makePod("arc", "r1-workflow").workflowOf("r1").req(rl("cpu=1500m")).node("n1").phase(v1.PodSucceeded).obj()},
 			want: usage{phase: PhaseFinished, holds: rl(""), workflowPod: "r1-workflow"},
 		},
-		"workflow pod on another node: nothing": {
+		// Issue 20: it used the reservation up; it claims nothing.
+		"a pod of the runner on another node claims nothing: all held": {
 			rec:  rec,
 			pods: []*v1.Pod{makePod("arc", "r1-workflow").workflowOf("r1").req(rl("cpu=1500m")).node("n2").obj()},
-			want: usage{phase: PhaseFinished, holds: rl(""), workflowPod: "r1-workflow"},
+			want: usage{phase: PhaseHeld, holds: rl("cpu=2,memory=3Gi,pods=2"), ports: []string{"6379/TCP"}},
 		},
 		"an earlier runner's workflow pod, older than the runner, claims nothing": {
 			rec:  rec,
