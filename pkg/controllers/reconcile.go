@@ -30,7 +30,7 @@ func (f *Feeder) Reconcile(ctx context.Context) {
 	for _, r := range f.store.List() {
 		freed = f.reconcileReservation(logger, r, finished) || freed
 	}
-	f.recoverUnrecorded(logger)
+	f.warnUnrecorded(logger)
 	f.pairPods.Sweep()
 	if f.placeholders != nil {
 		f.placeholders.Sweep(f.store.List())
@@ -153,11 +153,15 @@ func (f *Feeder) markDone(r reservations.Reservation, uid types.UID) bool {
 	return changed
 }
 
-// recoverUnrecorded holds room for runners of tandem profiles that are bound
-// without a valid record (bound by another bind plugin, a record lost, or
-// one written by an older build without runnerUID): they are sized from
-// their sources again, as when they were scheduled.
-func (f *Feeder) recoverUnrecorded(logger klog.Logger) {
+// warnUnrecorded tells each runner of a tandem profile that is bound
+// without a valid record, once, that it holds no room: tandem did not bind
+// it (it was pinned with nodeName at creation, or bound by another
+// scheduler or bind plugin), or its record was removed. Such a runner is
+// never given a reservation: anyone who may create pods could create one,
+// pinned to any node, and have tandem hold room for it that no quota sees
+// (issue 20). tandem's own Bind writes the record in the Binding itself,
+// so every runner tandem bound has one.
+func (f *Feeder) warnUnrecorded(logger klog.Logger) {
 	pods, err := f.pods.List(labels.Everything())
 	if err != nil {
 		logger.Error(err, "Listing pods")
@@ -167,42 +171,27 @@ func (f *Feeder) recoverUnrecorded(logger klog.Logger) {
 		if pod.Spec.NodeName == "" || IsTerminal(pod) || pod.DeletionTimestamp != nil || !f.Trusted(pod) {
 			continue
 		}
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		if r, ok := f.store.Get(key); ok && r.RunnerUID == pod.UID {
+			continue // held: rebuilt from its record, or taken by this replica
+		}
 		if f.wasReleased(pod.UID) {
 			continue
 		}
+		why := "carries no reservation record"
 		if _, recorded := pod.Annotations[contract.ReservationAnnotation]; recorded {
-			// A valid record is the handlers' to rebuild; an invalid one
-			// (another pod's, or one of an older build without runnerUID)
-			// holds nothing, and the runner is sized again below.
-			if r, err := reservations.FromPod(pod); err == nil && r != nil {
-				continue
+			r, err := reservations.FromPod(pod)
+			if err == nil && r != nil {
+				continue // a valid record is the handlers' to rebuild
 			}
+			why = fmt.Sprintf("carries an invalid reservation record (%v)", err)
 		}
-		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-		if r, ok := f.store.Get(key); ok && r.RunnerUID == pod.UID {
+		if !f.leader.IsLeader() || !f.FirstWarning(pod.UID, contract.ReasonNotRecorded) {
 			continue
 		}
-		owner := f.ProfileOf(pod)
-		sz := owner.Sizer.Size(pod)
-		if sz.Workflow.IsZero() {
-			continue
-		}
-		r := &reservations.Reservation{
-			Runner: key, RunnerUID: pod.UID, RunnerCreated: pod.CreationTimestamp.Time,
-			Node: pod.Spec.NodeName, Size: sz.Workflow, Step: sz.Step, Ports: sz.Ports, Source: sz.Source,
-		}
-		if err := f.beyondNode(r, pod); err != nil {
-			logger.V(2).Info("Not recovering a runner's reservation", "runner", klog.KObj(pod), "err", err)
-			continue
-		}
-		f.store.Rebuild(r)
-		f.RecordMetrics()
-		f.repaired(logger, pod, metrics.RepairRecovered, fmt.Sprintf("Bound without a recorded reservation: holding %s on node %s for its workflow pod from now on (size from %s)", sz.Workflow, pod.Spec.NodeName, sz.Source))
-		for _, wf := range f.WorkflowPods(key) {
-			if wf.Spec.NodeName != "" && !IsTerminal(wf) {
-				f.observeWorkflow(logger, wf, key)
-			}
-		}
+		logger.Info("Runner is bound without a valid reservation record; it holds no room", "runner", klog.KObj(pod), "node", pod.Spec.NodeName, "why", why)
+		f.Event(pod, v1.EventTypeWarning, contract.ReasonNotRecorded, "Reconcile", Truncate(fmt.Sprintf(
+			"Bound to node %s but %s: tandem did not bind it (pinned with nodeName, bound by another scheduler or bind plugin) or the record was removed, so no room is held for its workflow pod", pod.Spec.NodeName, why)))
 	}
 }
 

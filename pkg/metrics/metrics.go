@@ -29,7 +29,6 @@ const (
 	RepairMoved      = "moved"
 	RepairClaimed    = "claimed"
 	RepairFinished   = "finished"
-	RepairRecovered  = "recovered"
 	RepairInvalid    = "invalid"
 )
 

@@ -285,8 +285,8 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 
 // awaitRebuild holds the first cycles until the informer handlers have
 // rebuilt the reservations recorded on runner pods and the first reconcile
-// has run: it recovers runners bound without a valid record and uses up
-// reservations whose workflow pod finished before a restart. It returns
+// has run: it uses up reservations whose workflow pod finished before a
+// restart. It returns
 // nil once they have.
 func (pl *WorkflowReservation) awaitRebuild(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	logger := klog.FromContext(ctx)
@@ -801,15 +801,16 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 // warnIfBoundElsewhere is PostBind's check for a profile in which another
 // bind plugin bound the runner: its reservation is held in memory but not
 // recorded on the pod, so a restart or a leader change loses it. The runner
-// is told (a Warning event) and the log says how to fix the profile; the
-// reconciler recovers such reservations from the runners' sizing sources.
+// is told (a Warning event) and the log says how to fix the profile: a
+// runner without a record holds nothing after a restart (the reconciler
+// cannot tell it from a pod tandem never bound).
 func (pl *WorkflowReservation) warnIfBoundElsewhere(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
 	if _, err := cs.Read(boundStateKey); err == nil {
 		return
 	}
 	logger := klog.FromContext(ctx)
 	warnBinderOrder.Do(func() {
-		logger.Error(nil, "Another bind plugin bound a runner before WorkflowReservation: reservations are not recorded on runner pods and a restart or leader change loses them until the reconciler recovers them; enable WorkflowReservation at the bind extension point, ahead of DefaultBinder", "runner", klog.KObj(pod))
+		logger.Error(nil, "Another bind plugin bound a runner before WorkflowReservation: reservations are not recorded on runner pods and a restart or leader change loses them; enable WorkflowReservation at the bind extension point, ahead of DefaultBinder", "runner", klog.KObj(pod))
 	})
 	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNotRecorded, "Bind",
 		"Bound by another bind plugin: the reservation on node %s is not recorded on the pod (enable WorkflowReservation at the bind extension point)", nodeName)

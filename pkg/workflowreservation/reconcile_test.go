@@ -100,29 +100,6 @@ func TestReconcile(t *testing.T) {
 				}
 			},
 		},
-		"runner bound with a record of an older build (no runnerUID)": {
-			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").
-				Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation"}`).Obj()},
-			drift:      func(pl *WorkflowReservation) { pl.store.Release(key("r1"), "") },
-			wantRepair: metrics.RepairRecovered,
-			check: func(t *testing.T, pl *WorkflowReservation) {
-				if r, ok := pl.store.Get(key("r1")); !ok || r.Size.String() != "cpu=2" {
-					t.Errorf("reservation %+v (found %v), want cpu=2 recovered from the sizing annotation", r, ok)
-				}
-			},
-		},
-		"runner bound without a record": {
-			objs: []runtime.Object{runnerPod("r1").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Obj()},
-			drift: func(pl *WorkflowReservation) {
-				pl.store.Release(key("r1"), "")
-			},
-			wantRepair: metrics.RepairRecovered,
-			check: func(t *testing.T, pl *WorkflowReservation) {
-				if r, ok := pl.store.Get(key("r1")); !ok || r.Size.String() != "cpu=2" || r.Node != "n1" {
-					t.Errorf("reservation %+v (found %v), want cpu=2 on n1 recovered from the annotation", r, ok)
-				}
-			},
-		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -165,14 +142,51 @@ func TestReconcileFinishedWorkflowPodBeforeRestart(t *testing.T) {
 	}
 }
 
-// A standby reconciles too, silently: it holds what the leader recovered,
-// so that a failover loses nothing.
-func TestStandbyHoldsRecovered(t *testing.T) {
-	runner := runnerPod("r1").SchedulerName("sb").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
-	pl, h := newTestReplica(t, defaultArgs(), leadership.New(), "sb", true, runner)
-	eventually(t, "the standby recovers the runner's reservation", func() bool { return !pl.store.Empty() })
+// A standby reconciles too, silently: it holds what the leader holds (here
+// a reservation whose workflow pod finished before the restart, which only
+// the reconciler sees), so that a failover loses nothing.
+func TestStandbyReconciles(t *testing.T) {
+	r1 := runnerPod("r1").SchedulerName("sb").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
+	finished := workflowPod("r1").Node("n1").Phase(v1.PodSucceeded).Obj()
+	pl, h := newTestReplica(t, defaultArgs(), leadership.New(), "sb", true, r1, finished)
+	eventually(t, "the standby uses up the reservation of the finished workflow pod", func() bool {
+		r, ok := pl.store.Get(key("r1"))
+		return ok && r.UsedUp()
+	})
 	if got := drainEvents(h); len(got) != 0 {
 		t.Errorf("the standby reported its repair: %q", got)
+	}
+}
+
+// Issue 20: the reconciler held room for any bound runner without a valid
+// record, also one its author pinned with nodeName in a namespace without
+// ARC (a pod asking cpu=2500m held it on the node, full or not). tandem's
+// Bind writes the record in the Binding itself, so such a runner is one
+// tandem did not bind: it holds nothing, and is told so once.
+func TestUnrecordedRunnerHoldsNothing(t *testing.T) {
+	for name, pod := range map[string]*v1.Pod{
+		"no record": runnerPod("r1").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2500m").Obj(),
+		"a record of an older build (no runnerUID)": runnerPod("r1").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").
+			Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"2","pods":"1"},"source":"annotation"}`).Obj(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			pl, h := newTestPlugin(t, defaultArgs(), true, pod)
+			for range 2 {
+				pl.feeder.Reconcile(context.Background())
+			}
+			if !pl.store.Empty() {
+				t.Errorf("reservations %v, want none for a runner tandem did not bind", heldReservations(pl))
+			}
+			var warned []string
+			for _, e := range drainEvents(h) {
+				if strings.Contains(e, "Warning "+contract.ReasonNotRecorded) {
+					warned = append(warned, e)
+				}
+			}
+			if len(warned) != 1 || !strings.Contains(warned[0], "no room is held for its workflow pod") {
+				t.Errorf("warnings %q, want one %s saying it holds no room", warned, contract.ReasonNotRecorded)
+			}
+		})
 	}
 }
 
