@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
@@ -113,13 +112,22 @@ func Scaled(name v1.ResourceName, q resource.Quantity) int64 {
 	return q.Value()
 }
 
+// MaxSize is the most of a resource, in the scheduler's units (millicores
+// for cpu, whole units for everything else), that a size may ask for: 2^50,
+// over a million times any node's allocatable (a pebibyte of memory, 2^40
+// cores), and far enough below int64 that the sums tandem and the scheduler
+// make of sizes and requests cannot wrap around.
+const MaxSize = 1 << 50
+
 // CheckSize returns an error if q of resource name is not a size a
 // reservation can hold: negative, zero (it asks for nothing), or more than
-// the scheduler can count in its int64 units, where it would wrap around.
+// MaxSize in the scheduler's units, where sums of it could wrap around
+// (cpu=18446744073709551 became -616m, which cancelled other runners'
+// holds).
 func CheckSize(name v1.ResourceName, q resource.Quantity) error {
-	most := resource.NewQuantity(math.MaxInt64, resource.DecimalSI)
+	most := resource.NewQuantity(MaxSize, resource.DecimalSI)
 	if name == v1.ResourceCPU {
-		most = resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
+		most = resource.NewMilliQuantity(MaxSize, resource.DecimalSI)
 	}
 	switch {
 	case q.Sign() < 0:
@@ -127,13 +135,13 @@ func CheckSize(name v1.ResourceName, q resource.Quantity) error {
 	case q.Sign() == 0:
 		return fmt.Errorf("zero quantity for %s: a size names only what the pod asks for", name)
 	case q.Cmp(*most) > 0:
-		return fmt.Errorf("%s=%s asks for more %s than the scheduler can count (at most %s)", name, q.String(), name, most.String())
+		return fmt.Errorf("%s=%s asks for more %s than tandem accepts (at most %s)", name, q.String(), name, most.String())
 	}
 	return nil
 }
 
-// inRange reports whether every quantity of rl fits the scheduler's int64
-// units.
+// inRange reports whether every positive quantity of rl is at most
+// MaxSize in the scheduler's units.
 func inRange(rl v1.ResourceList) bool {
 	for name, q := range rl {
 		if q.Sign() > 0 && CheckSize(name, q) != nil {

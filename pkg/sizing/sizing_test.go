@@ -41,9 +41,12 @@ func TestParseResourceList(t *testing.T) {
 		// to a negative amount (cpu=18446744073709551 became -616m), which
 		// cancelled other runners' holds; a zero-valued resource under a new
 		// name per runner grew the tally and the gauge's series forever.
-		"cpu beyond what the scheduler counts":    {in: "cpu=18446744073709551", wantErr: "more cpu than the scheduler can count"},
-		"memory beyond what the scheduler counts": {in: "memory=9300000000000000000", wantErr: "more memory than the scheduler can count"},
-		"zero extended resource":                  {in: "cpu=1,example.com/r7=0", wantErr: "zero quantity for example.com/r7"},
+		"cpu beyond what the scheduler counts":    {in: "cpu=18446744073709551", wantErr: "more cpu than tandem accepts"},
+		"memory beyond what the scheduler counts": {in: "memory=9300000000000000000", wantErr: "more memory than tandem accepts"},
+		// Within int64 on its own, it wrapped once the step headroom or
+		// the runner's own request was added to it.
+		"cpu that wraps when summed": {in: "cpu=9223372036854775807m", wantErr: "more cpu than tandem accepts"},
+		"zero extended resource":     {in: "cpu=1,example.com/r7=0", wantErr: "zero quantity for example.com/r7"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

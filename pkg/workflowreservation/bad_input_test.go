@@ -111,7 +111,7 @@ func TestBadInput(t *testing.T) {
 		// Issue 20: it wrapped to cpu=-616m, cancelling other runners' holds.
 		"size beyond what the scheduler counts": {
 			act:        runnerCycle(sized("cpu=18446744073709551")),
-			wantStatus: "more cpu than the scheduler can count",
+			wantStatus: "more cpu than tandem accepts",
 			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
 		},
