@@ -6,7 +6,8 @@
 //   - the informer handlers (handlers.go): rebuild the reservations recorded
 //     on bound runner pods, note workflow pods' claims, release what is gone;
 //   - the reconciler (reconcile.go), on every replica: repairs what the
-//     handlers missed, recovers runners bound without a record;
+//     handlers missed, tells a runner bound without a record that it holds
+//     nothing;
 //   - EphemeralRunner tracking (ephemeralrunner.go): the workflow room of a
 //     job without a container goes after noWorkflowPodGrace;
 //   - the hook-template ConfigMap informers (configmaps.go), which retry

@@ -200,7 +200,13 @@ func (f *Feeder) observeRunner(logger klog.Logger, pod *v1.Pod) {
 func (f *Feeder) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.NamespacedName) {
 	// Most calls are status updates of a pod already counted: nothing to
 	// change, and no write lock to take on the scheduling path's store.
-	if r, ok := f.store.Get(runner); !ok || (r.ClaimedBy() == pod.UID && r.ClaimSeen()) || (r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID) {
+	r, ok := f.store.Get(runner)
+	if !ok || (r.ClaimedBy() == pod.UID && r.ClaimSeen()) || (r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID) {
+		return
+	}
+	if r.Owns(pod) && r.Node != pod.Spec.NodeName {
+		// Every status update of such a pod comes here: no write lock.
+		f.claimsNothingElsewhere(logger, pod, runner, r.Node)
 		return
 	}
 	taken, seen := f.store.SeeWorkflowPod(runner, pod)
@@ -209,15 +215,7 @@ func (f *Feeder) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.N
 		logger.V(4).Info("Workflow pod of an earlier runner of the same name; it claims nothing", "pod", klog.KObj(pod), "runner", runner)
 		return
 	case reservations.SeenElsewhere:
-		// Whoever may create pods in the namespace may label one with
-		// another runner's name: only on the reserved node does it claim
-		// (and there it is in the node's accounting, so the room is not
-		// counted twice). Elsewhere it is an ordinary pod.
-		logger.V(2).Info("Pod labelled as a runner's workflow pod runs on another node than the runner's reservation; it claims nothing", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", taken.Node)
-		if f.FirstWarning(pod.UID, contract.ReasonNoReservation) {
-			f.Event(pod, v1.EventTypeWarning, contract.ReasonNoReservation, "Claim", fmt.Sprintf(
-				"Runs on node %s, not on node %s where runner %s's room is reserved: it claims nothing, and the room stays held for the runner's workflow pod", pod.Spec.NodeName, taken.Node, runner.Name))
-		}
+		f.claimsNothingElsewhere(logger, pod, runner, taken.Node)
 		return
 	case reservations.SeenClaim:
 	default:
@@ -230,6 +228,21 @@ func (f *Feeder) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.N
 		return fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.Node)
 	})
 	f.ActivateWaiting(logger)
+}
+
+// claimsNothingElsewhere tells a pod labelled as runner's workflow pod,
+// bound to another node than runner's reservation, that it claims nothing.
+// Whoever may create pods in the namespace may label one with another
+// runner's name: only on the reserved node does it claim (and there it is
+// in the node's accounting, so the room is not counted twice). Elsewhere it
+// is an ordinary pod.
+func (f *Feeder) claimsNothingElsewhere(logger klog.Logger, pod *v1.Pod, runner types.NamespacedName, reserved string) {
+	if !f.leader.IsLeader() || !f.FirstWarning(pod.UID, contract.ReasonNoReservation) {
+		return // said once, by the leader
+	}
+	logger.V(2).Info("Pod labelled as a runner's workflow pod runs on another node than the runner's reservation; it claims nothing", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", reserved)
+	f.Event(pod, v1.EventTypeWarning, contract.ReasonNoReservation, "Claim", fmt.Sprintf(
+		"Runs on node %s, not on node %s where runner %s's room is reserved: it claims nothing, and the room stays held for the runner's workflow pod", pod.Spec.NodeName, reserved, runner.Name))
 }
 
 // OnPodDelete is the pod informer's delete handler.

@@ -15,9 +15,9 @@ import (
 
 // runReconciler reconciles the store with the cluster once the handlers
 // have seen every object, and then every reconcile interval, on every
-// replica: a standby's store must hold what the leader's holds (a runner
-// recovered without a record, a finished workflow pod), or a failover would
-// lose it. Only the leader says what it repaired (events, metrics).
+// replica: a standby's store must hold what the leader's holds (a
+// reservation whose workflow pod finished before a restart), or a failover
+// would get it wrong. Only the leader says what it repaired (events, metrics).
 func (f *Feeder) runReconciler(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), f.synced) {
 		return

@@ -178,6 +178,9 @@ func (f *Feeder) warnUnrecorded(logger klog.Logger) {
 		if f.wasReleased(pod.UID) {
 			continue
 		}
+		if owner := f.ProfileOf(pod); owner.Sizer.Size(pod).Workflow.IsZero() {
+			continue // tandem bound it without a reservation: no size was known (WorkflowSizeUnknown)
+		}
 		why := "carries no reservation record"
 		if _, recorded := pod.Annotations[contract.ReservationAnnotation]; recorded {
 			r, err := reservations.FromPod(pod)

@@ -210,3 +210,18 @@ func TestReconcileReleaseActivates(t *testing.T) {
 		return len(got) == 1 && got[0] == "arc/p"
 	})
 }
+
+// A runner tandem bound without a reservation, because no source sized it
+// (WorkflowSizeUnknown), carries no record either: it is not told that
+// tandem did not bind it.
+func TestUnsizedRunnerIsNotToldUnrecorded(t *testing.T) {
+	args := defaultArgs()
+	args.DefaultWorkflowRequests, args.DefaultStepRequests = nil, nil
+	pl, h := newTestPlugin(t, args, true, runnerPod("r1").Node("n1").Obj())
+	pl.feeder.Reconcile(context.Background())
+	for _, e := range drainEvents(h) {
+		if strings.Contains(e, contract.ReasonNotRecorded) {
+			t.Errorf("event %q on a runner bound without a size", e)
+		}
+	}
+}

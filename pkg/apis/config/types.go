@@ -56,8 +56,8 @@ type WorkflowReservationArgs struct {
 	// ReservationEvents turns on the routine Normal events of every runner
 	// and workflow pod: WorkflowCapacityReserved, WorkflowReservationClaimed,
 	// WorkflowReservationReleased as planned (the runner ended unclaimed, a
-	// job ran no container), PairPodCreated. The rare releases (node deleted,
-	// workflow pod on another node) and Warnings are always sent.
+	// job ran no container), PairPodCreated. The rare releases (node
+	// deleted) and Warnings are always sent.
 	ReservationEvents bool
 	// HookTemplateNamespaces are the namespaces whose ConfigMaps are
 	// watched for runners' container hook templates; empty: every

@@ -286,7 +286,7 @@ func (c *Checker) releaseWithoutWorkflowPod(uid types.UID) {
 	}
 	// A workflow pod that exists but is not bound yet still claims it.
 	for _, wf := range c.pods {
-		if wf.Namespace == p.Namespace && wf.Labels[c.runnerLabel] == p.Name && !isTerminal(wf) && c.incarnationLocked(wf, p.Name) == p {
+		if wf.Namespace == p.Namespace && wf.Labels[c.runnerLabel] == p.Name && !isTerminal(wf) && c.incarnationLocked(wf, p.Name) == p && contract.MayClaimOn(wf, p.Spec.NodeName) {
 			return
 		}
 	}

@@ -18,8 +18,9 @@ const (
 	// ReasonInvalidReservation: a runner's recorded reservation is unreadable
 	// or was not recorded for this pod.
 	ReasonInvalidReservation = "InvalidReservation"
-	// ReasonNotRecorded: another bind plugin bound the runner, so its
-	// reservation is not recorded on the pod.
+	// ReasonNotRecorded: the runner is bound without a valid record (another
+	// bind plugin or scheduler bound it, it was pinned with nodeName, or the
+	// record was removed): no room is held for it after a restart.
 	ReasonNotRecorded = "WorkflowReservationNotRecorded"
 	// ReasonIgnoredAnnotation: a pod that is not a runner carries the sizing
 	// annotation.

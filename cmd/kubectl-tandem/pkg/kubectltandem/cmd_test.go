@@ -85,7 +85,7 @@ arc         r2       n2     cpu=2,memory=2Gi,pods=2,nvidia.com/gpu=1   hook-temp
 ci          forged   n1     cpu=3                                      <none>          invalid   59m
 `,
 			wantErrOut: "Warning: the reservation recorded on ci/forged holds nothing: recorded for pod UID \"copied\", not this pod (forged-uid); " +
-				"tandem's reconciler sizes such a runner again from its sources and holds that room in its memory only (its WorkflowReservationRepaired event says how much), which kubectl-tandem does not count\n",
+				"tandem holds no room for such a runner either (a WorkflowReservationNotRecorded Warning on it says so)\n",
 		},
 		"none": {
 			args:       []string{"reservations"},

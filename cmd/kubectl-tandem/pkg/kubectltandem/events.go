@@ -39,11 +39,11 @@ var tandemReasons = map[string]string{
 	"WorkflowReservationReleased":    "the room was given back unclaimed (runner gone, node gone, or a job without a container)",
 	"InvalidWorkflowSize":            "a size source is broken; tandem used the next one",
 	"WorkflowSizeUnknown":            "no source gave a size: the runner was placed without a reservation",
-	"InvalidReservation":             "the runner's recorded reservation could not be used and holds nothing (the reconciler sizes a runner of a tandem profile again)",
+	"InvalidReservation":             "the runner's recorded reservation could not be used and holds nothing",
 	"IncompleteHookTemplate":         "the hook template has no $job container: only its other containers are reserved",
 	"WorkflowRequestsIgnored":        "the pod carries the sizing annotation but is not a runner",
 	"NoWorkflowReservation":          "the workflow pod claims nothing and is scheduled as an ordinary pod",
-	"WorkflowReservationNotRecorded": "another bind plugin bound the runner; its reservation is not recorded",
+	"WorkflowReservationNotRecorded": "the runner is bound without a valid record (another bind plugin or scheduler bound it, or it was pinned with nodeName): no room is held for it",
 	"WorkflowReservationRepaired":    "the reconciler repaired the reservation",
 }
 

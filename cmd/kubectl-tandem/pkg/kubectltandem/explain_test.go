@@ -106,7 +106,7 @@ func TestExplainVerdict(t *testing.T) {
 			pod:      makePod("arc", "r3").runner().node("n2").obj(),
 			wantKind: KindRunner,
 			want: "bound to node n2 without a recorded reservation: tandem reserved nothing when it bound it (see its events: WorkflowSizeUnknown, WorkflowReservationNotRecorded); " +
-				"tandem's reconciler sizes such a runner again from its sources and holds that room in its memory only (its WorkflowReservationRepaired event says how much), which kubectl-tandem does not count",
+				"tandem holds no room for such a runner either (a WorkflowReservationNotRecorded Warning on it says so)",
 		},
 		"bound runner with a copied record, repaired by the reconciler": {
 			pod:      makePod("arc", "r3").runner().node("n2").record(contract.Recorded{Node: "n2", Requests: rl("cpu=1"), RunnerUID: "another"}).obj(),

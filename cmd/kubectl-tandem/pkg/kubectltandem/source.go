@@ -58,9 +58,9 @@ type Reservation struct {
 	// Invalid says why the record holds nothing (PhaseInvalid).
 	Invalid string `json:"invalid,omitempty"`
 	// Resized is set on an invalid record of a bound runner of a tandem
-	// profile: tandem's reconciler sizes such a runner again from its
-	// sources and holds that room in the scheduler's memory only (event
-	// WorkflowReservationRepaired), which kubectl-tandem cannot count.
+	// profile: tandem holds no room for it either, and tells it so (event
+	// WorkflowReservationNotRecorded). (Before issue 20 tandem's reconciler
+	// sized such a runner again; the field keeps its name.)
 	Resized bool `json:"resized,omitempty"`
 	// Holders are pods that hold the room on the node themselves: their
 	// requests count as reserved, not as requested. No source sets it
@@ -129,8 +129,7 @@ func (AnnotationSource) Reservations(s *Snapshot) []Reservation {
 
 // resizedNote says what tandem does with a runner whose record is invalid,
 // or that is bound without one.
-const resizedNote = "tandem's reconciler sizes such a runner again from its sources and holds that room in its memory only " +
-	"(its WorkflowReservationRepaired event says how much), which kubectl-tandem does not count"
+const resizedNote = "tandem holds no room for such a runner either (a WorkflowReservationNotRecorded Warning on it says so)"
 
 func runnerKey(pod *v1.Pod) types.NamespacedName {
 	return types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}

@@ -195,8 +195,6 @@ func (e *Explanation) boundVerdict(s *Snapshot, pod *v1.Pod) string {
 			return fmt.Sprintf("on node %s, in its runner %s's step headroom (which holds %s more)", pod.Spec.NodeName, r.key(), amount(r.Holds))
 		case r.WorkflowPod != pod.Name:
 			return fmt.Sprintf("on node %s as an ordinary pod: it is not its runner %s's workflow pod (%s)", pod.Spec.NodeName, r.key(), orNone(r.WorkflowPod))
-		case r.Node != pod.Spec.NodeName:
-			return fmt.Sprintf("on node %s, not on node %s where its runner %s's room was reserved: that reservation is released", pod.Spec.NodeName, r.Node, r.key())
 		default:
 			return fmt.Sprintf("on node %s: claimed its runner %s's reservation, which still holds %s of step headroom", r.Node, r.key(), amount(r.Holds))
 		}

@@ -90,8 +90,8 @@ type WorkflowReservationArgs struct {
 	// (WorkflowReservationClaimed, on the workflow pod), released as planned
 	// (WorkflowReservationReleased: the runner ended or was deleted
 	// unclaimed, or its job ran no container) and a pair pod created
-	// (PairPodCreated). The rare releases (the node deleted, the workflow
-	// pod on another node) and every Warning are always sent. Each is an API write, an Event with a
+	// (PairPodCreated). The rare releases (the node deleted) and every
+	// Warning are always sent. Each is an API write, an Event with a
 	// TTL lease in etcd, for every job: the pod's own Binding already
 	// records the reservation on the runner (annotation
 	// tandem.dev/reservation: node, requests, where the size came from),
