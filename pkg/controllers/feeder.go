@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -33,6 +34,9 @@ type Profile struct {
 	Name string
 	// Runners selects the profile's runner pods.
 	Runners labels.Selector
+	// Namespaces are the only namespaces with runners (runnerNamespaces);
+	// empty: every namespace.
+	Namespaces sets.Set[string]
 	// RunnerPodLabel is the label that names a workflow pod's runner; every
 	// profile of a scheduler uses the same (they share the reservations).
 	RunnerPodLabel string
@@ -52,9 +56,10 @@ type Profile struct {
 	Handover func() bool
 }
 
-// IsRunner reports whether pod is a runner pod of the profile.
+// IsRunner reports whether pod is a runner pod of the profile: in one of
+// its namespaces and matching its selector.
 func (p *Profile) IsRunner(pod *v1.Pod) bool {
-	return p.Runners.Matches(labels.Set(pod.Labels))
+	return (p.Namespaces.Len() == 0 || p.Namespaces.Has(pod.Namespace)) && p.Runners.Matches(labels.Set(pod.Labels))
 }
 
 // Cluster is what the controllers use of the scheduler: its clients, its

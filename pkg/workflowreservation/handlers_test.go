@@ -493,6 +493,37 @@ func TestAnnotationAloneIsNotARunner(t *testing.T) {
 	}
 }
 
+// Issue 20: with runnerNamespaces, a pod elsewhere that matches the runner
+// selector is an ordinary pod: PreFilter does not size it, and a record on
+// it, bound, rebuilds nothing. Anyone who may create pods in any namespace
+// could otherwise have tandem hold room.
+func TestRunnerOutsideRunnerNamespacesIsOrdinary(t *testing.T) {
+	args := defaultArgs()
+	args.RunnerNamespaces = []string{"team-a"}
+	bound := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
+	pl, _ := newTestPlugin(t, args, true, bound)
+	if got := pl.store.List(); len(got) != 0 {
+		t.Errorf("reservations = %+v, want none: namespace arc is not one of runnerNamespaces", got)
+	}
+	pending := runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
+	cs := framework.NewCycleState()
+	pl.store.Take(oneUnitReservation("r0")) // so that PreFilter does not skip
+	if _, status := pl.PreFilter(context.Background(), cs, pending, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	if s, _ := getPreFilterState(cs); s.kind != kindOther {
+		t.Errorf("kind = %v, want an ordinary pod outside runnerNamespaces", s.kind)
+	}
+	inside := runnerPod("r3").Namespace("team-a").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
+	cs = framework.NewCycleState()
+	if _, status := pl.PreFilter(context.Background(), cs, inside, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	if s, _ := getPreFilterState(cs); s.kind != kindRunner {
+		t.Errorf("kind = %v, want a runner in team-a", s.kind)
+	}
+}
+
 // Defect 6: a hand-written reservation on a pod that no tandem profile
 // scheduled, or one recorded for another pod, holds nothing.
 func TestUntrustedRecordsAreIgnored(t *testing.T) {

@@ -129,6 +129,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *control
 	pl.profile = &controllers.Profile{
 		Name:              h.ProfileName(),
 		Runners:           selector,
+		Namespaces:        sets.New(args.RunnerNamespaces...),
 		RunnerPodLabel:    args.RunnerPodLabel,
 		Sizer:             sz,
 		Recorder:          h.EventRecorder(),
@@ -270,7 +271,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		klog.FromContext(ctx).V(2).Info("Pod carries the workflow size annotation but is not a runner; ignoring it", "pod", klog.KObj(pod))
 		if pl.feeder.FirstWarning(pod.UID, contract.ReasonIgnoredAnnotation) {
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIgnoredAnnotation, "Scheduling",
-				"Annotation %s ignored: the pod does not match the runner selector of profile %s", contract.WorkflowRequestsAnnotation, pl.profile.Name)
+				"Annotation %s ignored: the pod is not a runner of profile %s (it does not match runnerSelector, or its namespace is not one of runnerNamespaces)", contract.WorkflowRequestsAnnotation, pl.profile.Name)
 		}
 	}
 	if s.kind == kindOther && pl.store.Empty() && !pl.feeder.AnyNominated() && pl.fit == nil {

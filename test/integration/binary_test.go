@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,10 +19,6 @@ import (
 // version, decodes manifests/scheduler-config.yaml (typed args included),
 // leads through its own lease and schedules a runner with a reservation.
 func TestBinaryWithShippedConfig(t *testing.T) {
-	root, err := controlplane.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin, err := controlplane.ResolveBinDir("")
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +34,18 @@ func TestBinaryWithShippedConfig(t *testing.T) {
 
 	// No in-process scheduler: the binary is the only one serving tandem-scheduler.
 	e := newEnvWithoutScheduler(t, map[string]string{"bin-n1": "6"})
-	p, _, err := controlplane.StartScheduler(e.ctx, controlPlane, binary, filepath.Join(root, "manifests", "scheduler-config.yaml"), false)
+	// Runners only in runnerNamespaces: this test's namespace, in place of
+	// the shipped arc-runners.
+	shipped := string(readFile(t, "manifests/scheduler-config.yaml"))
+	const runnerNamespaces = "runnerNamespaces: [arc-runners]"
+	if !strings.Contains(shipped, runnerNamespaces) {
+		t.Fatalf("the shipped config does not set %q", runnerNamespaces)
+	}
+	config := filepath.Join(t.TempDir(), "scheduler-config.yaml")
+	if err := os.WriteFile(config, []byte(strings.Replace(shipped, runnerNamespaces, "runnerNamespaces: ["+e.ns+"]", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := controlplane.StartScheduler(e.ctx, controlPlane, binary, config, false)
 	if err != nil {
 		t.Fatal(err)
 	}

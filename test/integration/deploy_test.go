@@ -46,7 +46,8 @@ func TestDeployRenderedManifests(t *testing.T) {
 	args := d.Spec.Template.Spec.Containers[0].Args
 	// The rendered config with reservationEvents on: the test follows the
 	// claims, and who reports them, by their events.
-	config := []byte(withArg(t, cm.Data[configKey], "reservationMode:", "reservationEvents: true"))
+	// And its runners in this test's namespace, in place of arc-runners.
+	config := []byte(withRunnerNamespace(t, withArg(t, cm.Data[configKey], "reservationMode:", "reservationEvents: true"), e.ns))
 	replicas := []*replica{
 		startReplica(t, e.ctx, "tandem-scheduler-a", dir, args, config, kubeconfig),
 		startReplica(t, e.ctx, "tandem-scheduler-b", dir, args, config, kubeconfig),
@@ -280,6 +281,21 @@ func withArg(t *testing.T, config, anchor, line string) string {
 		}
 	}
 	t.Fatalf("no line %q in the rendered config:\n%s", anchor, config)
+	return ""
+}
+
+// withRunnerNamespace replaces the rendered config's only runner namespace
+// with ns.
+func withRunnerNamespace(t *testing.T, config, ns string) string {
+	t.Helper()
+	lines := strings.Split(config, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "runnerNamespaces:" && i+1 < len(lines) && strings.TrimSpace(lines[i+1]) == "- arc-runners" {
+			lines[i+1] = strings.Replace(lines[i+1], "arc-runners", ns, 1)
+			return strings.Join(lines, "\n")
+		}
+	}
+	t.Fatalf("the rendered config names no runner namespace arc-runners:\n%s", config)
 	return ""
 }
 

@@ -14,6 +14,9 @@ type WorkflowReservationArgs struct {
 
 	// RunnerSelector selects the pods that are ARC runner pods.
 	RunnerSelector *metav1.LabelSelector
+	// RunnerNamespaces are the only namespaces whose pods may be runners;
+	// empty: every namespace.
+	RunnerNamespaces []string
 	// RunnerPodLabel is the label key on workflow pods whose value is the
 	// name of the runner pod that created them.
 	RunnerPodLabel string

@@ -57,6 +57,11 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.RunnerNamespaces != nil {
+		in, out := &in.RunnerNamespaces, &out.RunnerNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.DefaultWorkflowRequests != nil {
 		in, out := &in.DefaultWorkflowRequests, &out.DefaultWorkflowRequests
 		*out = make(corev1.ResourceList, len(*in))

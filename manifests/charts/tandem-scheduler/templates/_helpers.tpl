@@ -60,12 +60,15 @@ profiles:
           {{- include "tandem-scheduler.pluginArgs" . | nindent 10 }}
 {{- end -}}
 
-{{/* WorkflowReservationArgs: workflowReservation with reservationMode. */}}
+{{/* WorkflowReservationArgs: workflowReservation with reservationMode and, unless set there, runnerNamespaces. */}}
 {{- define "tandem-scheduler.pluginArgs" -}}
 {{- $mode := include "tandem-scheduler.reservationMode" . -}}
 {{- $args := deepCopy (.Values.workflowReservation | default dict) -}}
 {{- if and (hasKey $args "reservationMode") (ne (toString $args.reservationMode) $mode) -}}
 {{- fail "set reservationMode at the top level of the values, not in workflowReservation" -}}
+{{- end -}}
+{{- if and (not (hasKey $args "runnerNamespaces")) .Values.runnerNamespaces -}}
+{{- $_ := set $args "runnerNamespaces" .Values.runnerNamespaces -}}
 {{- end -}}
 {{- toYaml (set $args "reservationMode" $mode) -}}
 {{- end -}}

@@ -314,6 +314,7 @@ func TestManifest(t *testing.T) {
 
 	wantArgs := defaultArgs()
 	wantArgs.ScoringStrategy.Type = config.MostAllocated
+	wantArgs.RunnerNamespaces = []string{"arc-runners"}
 	wantArgs.DefaultWorkflowRequests = v1.ResourceList{
 		v1.ResourceCPU:    resource.MustParse("1"),
 		v1.ResourceMemory: resource.MustParse("2Gi"),

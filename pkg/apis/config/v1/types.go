@@ -100,6 +100,16 @@ type WorkflowReservationArgs struct {
 	// placeholder lost, ...) are sent whatever this says. Defaults to false.
 	// +optional
 	ReservationEvents *bool `json:"reservationEvents,omitempty"`
+	// RunnerNamespaces are the namespaces of your runner scale sets: a pod
+	// is a runner only there (and only if it matches runnerSelector). A pod
+	// elsewhere that matches the selector is scheduled as an ordinary pod
+	// and holds no room, whoever made it. Empty (the default): every
+	// namespace, so anyone who may create pods anywhere may have tandem
+	// hold room for a pod that looks like a runner (docs/security.md). The
+	// chart sets it from its runnerNamespaces value.
+	// +optional
+	// +listType=set
+	RunnerNamespaces []string `json:"runnerNamespaces,omitempty"`
 	// HookTemplateNamespaces are the namespaces whose ConfigMaps tandem
 	// watches for runners' container hook templates (the ConfigMap a
 	// runner mounts at ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE): the

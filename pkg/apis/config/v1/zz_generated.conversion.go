@@ -129,6 +129,7 @@ func autoConvert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in
 	if err := metav1.Convert_Pointer_bool_To_bool(&in.ReservationEvents, &out.ReservationEvents, s); err != nil {
 		return err
 	}
+	out.RunnerNamespaces = *(*[]string)(unsafe.Pointer(&in.RunnerNamespaces))
 	out.HookTemplateNamespaces = *(*[]string)(unsafe.Pointer(&in.HookTemplateNamespaces))
 	if err := metav1.Convert_Pointer_int64_To_int64(&in.PodInitialBackoffSeconds, &out.PodInitialBackoffSeconds, s); err != nil {
 		return err
@@ -146,6 +147,7 @@ func Convert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in *Wo
 
 func autoConvert_config_WorkflowReservationArgs_To_v1_WorkflowReservationArgs(in *config.WorkflowReservationArgs, out *WorkflowReservationArgs, s conversion.Scope) error {
 	out.RunnerSelector = (*metav1.LabelSelector)(unsafe.Pointer(in.RunnerSelector))
+	out.RunnerNamespaces = *(*[]string)(unsafe.Pointer(&in.RunnerNamespaces))
 	if err := metav1.Convert_string_To_Pointer_string(&in.RunnerPodLabel, &out.RunnerPodLabel, s); err != nil {
 		return err
 	}

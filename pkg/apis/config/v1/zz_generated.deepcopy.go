@@ -121,6 +121,11 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.RunnerNamespaces != nil {
+		in, out := &in.RunnerNamespaces, &out.RunnerNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.HookTemplateNamespaces != nil {
 		in, out := &in.HookTemplateNamespaces, &out.HookTemplateNamespaces
 		*out = make([]string, len(*in))

@@ -84,9 +84,17 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 		}
 		seen[p] = true
 	}
+	allErrs = append(allErrs, validateNamespaces(path.Child("hookTemplateNamespaces"), args.HookTemplateNamespaces)...)
+	allErrs = append(allErrs, validateNamespaces(path.Child("runnerNamespaces"), args.RunnerNamespaces)...)
+	return allErrs.ToAggregate()
+}
+
+// validateNamespaces checks a list of namespace names, each named once.
+func validateNamespaces(path *field.Path, list []string) field.ErrorList {
+	var allErrs field.ErrorList
 	namespaces := sets.New[string]()
-	for i, ns := range args.HookTemplateNamespaces {
-		nsPath := path.Child("hookTemplateNamespaces").Index(i)
+	for i, ns := range list {
+		nsPath := path.Index(i)
 		for _, msg := range utilvalidation.IsDNS1123Label(ns) {
 			allErrs = append(allErrs, field.Invalid(nsPath, ns, msg))
 		}
@@ -95,7 +103,7 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 		}
 		namespaces.Insert(ns)
 	}
-	return allErrs.ToAggregate()
+	return allErrs
 }
 
 // validateRequests checks that every name in requests is a resource a

@@ -125,6 +125,15 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 				field.Duplicate(field.NewPath("args", "hookTemplateNamespaces").Index(2), "arc-runners"),
 			},
 		},
+		"runner namespaces": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.RunnerNamespaces = []string{"team-a", "team-a", "-x"}
+			},
+			wantErrs: field.ErrorList{
+				field.Duplicate(field.NewPath("args", "runnerNamespaces").Index(1), "team-a"),
+				field.Invalid(field.NewPath("args", "runnerNamespaces").Index(2), "-x", ""),
+			},
+		},
 		"nil selector": {
 			modify: func(args *config.WorkflowReservationArgs) {
 				args.RunnerSelector = nil
