@@ -20,6 +20,9 @@ const (
 	// bind plugin or scheduler bound it, it was pinned with nodeName, or the
 	// record was removed): no room is held for it after a restart.
 	ReasonNotRecorded = "WorkflowReservationNotRecorded"
+	// ReasonNotAnEphemeralRunner: a pod matches the runner selector, but no
+	// EphemeralRunner of ARC controls it; it is scheduled as an ordinary pod.
+	ReasonNotAnEphemeralRunner = "NotAnEphemeralRunner"
 	// ReasonIgnoredAnnotation: a pod that is not a runner carries the sizing
 	// annotation.
 	ReasonIgnoredAnnotation = "WorkflowRequestsIgnored"

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -27,58 +27,87 @@ import (
 // it) reservations are held until their runner ends, and the log says so.
 
 // watchJobs runs an informer on EphemeralRunners once the API serves them,
-// looking again every reconcile interval until it does.
+// looking again every reconcile interval until it does (every
+// arcRetry while the lookup fails). Runners wait for the informer's first
+// list (Ownership).
 func (f *Feeder) watchJobs(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	cfg := f.cluster.KubeConfig()
 	if cfg == nil {
-		return
+		return // Join knew: no ARC
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		logger.Error(err, "Cannot watch EphemeralRunners; reservations of jobs without a container are held until their runner ends")
+		logger.Error(err, "Cannot watch EphemeralRunners")
+		f.arcKnown(logger, arcAbsent)
 		return
 	}
-	told := false
-	served := func(context.Context) (bool, error) {
-		list, err := f.cluster.ClientSet().Discovery().ServerResourcesForGroupVersion(contract.EphemeralRunnerResource.GroupVersion().String())
-		if err == nil {
-			for _, r := range list.APIResources {
-				if r.Name == contract.EphemeralRunnerResource.Resource {
-					return true, nil
-				}
-			}
+	for !f.ephemeralRunnersServed(logger) {
+		interval := f.reconcileEvery
+		if f.arc.Load() == arcUnknown {
+			interval = arcRetry
 		}
-		if !told {
-			told = true
-			logger.Info("ARC's EphemeralRunner resource is not served (CRD not installed?); reservations of jobs without a container are held until their runner ends. Looking again every reconcile interval", "resource", contract.EphemeralRunnerResource.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
 		}
-		return false, nil
 	}
-	if err := wait.PollUntilContextCancel(ctx, f.reconcileEvery, true, served); err != nil {
-		return
-	}
+	// Served: runners wait for the first list, also if they did not before.
+	f.arc.Store(arcUnknown)
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	informer := factory.ForResource(contract.EphemeralRunnerResource)
 	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { f.OnEphemeralRunner(logger, obj) },
-		UpdateFunc: func(_, obj any) { f.OnEphemeralRunner(logger, obj) },
+		AddFunc:    func(obj any) { f.OnEphemeralRunner(logger, obj, true) },
+		UpdateFunc: func(_, obj any) { f.OnEphemeralRunner(logger, obj, false) },
 	}); err != nil {
 		logger.Error(err, "Registering the EphemeralRunner handler")
 		return
 	}
-	f.setEphemeralRunners(informer.Lister())
-	logger.V(2).Info("Watching EphemeralRunners: reservations of jobs without a container are released after the grace", "grace", f.noWorkflowPodGrace)
 	factory.Start(ctx.Done())
+	logger.V(2).Info("Listing EphemeralRunners: runners wait until they are listed (tandem needs list and watch on them)", "resource", contract.EphemeralRunnerResource.String())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
+		return
+	}
+	f.setEphemeralRunners(informer.Lister())
+	f.arcKnown(logger, arcListed)
+	logger.V(2).Info("Watching EphemeralRunners: a pod is a runner only if its EphemeralRunner controls it, and reservations of jobs without a container are released after the grace", "grace", f.noWorkflowPodGrace)
 }
 
-// OnEphemeralRunner starts the grace of a reservation whose runner took a
-// job that is not the one (if any) the EphemeralRunner showed when the
+// arcRetry is how soon a failed lookup of ARC's API is tried again.
+const arcRetry = 2 * time.Second
+
+// ephemeralRunnersServed reports whether the API serves EphemeralRunners;
+// when it surely does not, it records so.
+func (f *Feeder) ephemeralRunnersServed(logger klog.Logger) bool {
+	list, err := f.cluster.ClientSet().Discovery().ServerResourcesForGroupVersion(contract.EphemeralRunnerResource.GroupVersion().String())
+	switch {
+	case err == nil:
+		for _, r := range list.APIResources {
+			if r.Name == contract.EphemeralRunnerResource.Resource {
+				return true
+			}
+		}
+		f.arcKnown(logger, arcAbsent)
+	case apierrors.IsNotFound(err):
+		f.arcKnown(logger, arcAbsent)
+	default:
+		logger.V(2).Info("Looking up ARC's EphemeralRunner resource failed; trying again", "err", err)
+	}
+	return false
+}
+
+// OnEphemeralRunner requeues the runner a new EphemeralRunner controls
+// (added), and starts the grace of a reservation whose runner took a job
+// that is not the one (if any) the EphemeralRunner showed when the
 // reservation was taken.
-func (f *Feeder) OnEphemeralRunner(logger klog.Logger, obj any) {
+func (f *Feeder) OnEphemeralRunner(logger klog.Logger, obj any, added bool) {
 	er, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
+	}
+	if added {
+		f.activateOwned(logger, er.GetNamespace(), er.GetName())
 	}
 	job := contract.EphemeralRunnerJob(er)
 	if job == "" {

@@ -124,8 +124,10 @@ type Feeder struct {
 	// released holds the runners whose reservation went with their node: a
 	// later update of the runner pod, still bound there, must not rebuild it.
 	released map[types.UID]bool
-	// ephemeralRunners lists ARC's EphemeralRunners once they are watched.
+	// ephemeralRunners lists ARC's EphemeralRunners once they are listed;
+	// arc says what is known of them (arcUnknown, arcAbsent, arcListed).
 	ephemeralRunners cache.GenericLister
+	arc              atomic.Int32
 	// warned holds, per pod, the reasons of the Warning events PreFilter
 	// already sent it that every retry would repeat.
 	warned map[types.UID]map[string]bool
@@ -166,6 +168,9 @@ func (f *Feeder) Join(ctx context.Context, c Cluster, p *Profile, hookTemplateNa
 	informers := c.SharedInformerFactory()
 	if first {
 		f.cluster = c
+		if c.KubeConfig() == nil {
+			f.arc.Store(arcAbsent) // no API to look ARC up in (unit tests)
+		}
 		f.reconcileEvery, f.noWorkflowPodGrace = cfg.ReconcileInterval, cfg.NoWorkflowPodGrace
 		if informers == nil {
 			// Unit tests without informers.
@@ -291,8 +296,15 @@ func (f *Feeder) ProfileOf(pod *v1.Pod) *Profile {
 }
 
 // Trusted reports whether a recorded reservation on pod may hold room: the
-// pod is a runner of a tandem profile of this scheduler.
+// pod is a runner of a tandem profile of this scheduler, and no pod that
+// ARC's EphemeralRunners show is not theirs.
 func (f *Feeder) Trusted(pod *v1.Pod) bool {
+	return f.isRunner(pod) && f.Ownership(pod).MayHoldRoom()
+}
+
+// isRunner reports whether pod is a runner of a tandem profile of this
+// scheduler, whatever ARC's EphemeralRunners say: for cleaning up after it.
+func (f *Feeder) isRunner(pod *v1.Pod) bool {
 	owner := f.ProfileOf(pod)
 	return owner != nil && owner.IsRunner(pod)
 }

@@ -138,7 +138,7 @@ func (f *Feeder) OnPod(logger klog.Logger, obj any) {
 	}
 	f.setNominated(pod.UID, false)
 	f.waiting.Remove(pod.UID)
-	if f.Trusted(pod) {
+	if f.isRunner(pod) {
 		f.pairPods.Check(pod) // bound: its pair pod goes
 	}
 	if _, ok := pod.Annotations[contract.ReservationAnnotation]; ok {
@@ -265,7 +265,8 @@ func (f *Feeder) onPodGone(logger klog.Logger, pod *v1.Pod, finished bool) {
 		f.placeholders.Gone(pod)
 		return
 	}
-	if f.Trusted(pod) {
+	if f.isRunner(pod) {
+		// Not Trusted: its EphemeralRunner may have gone first.
 		f.pairPods.Check(pod) // gone: its pair pod goes
 		f.placeholders.Check(pod.Namespace, pod.Name, pod.UID)
 	}

@@ -77,6 +77,15 @@ func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reserva
 			return true
 		}
 		return false
+	case pod.DeletionTimestamp == nil && !f.Ownership(pod).MayHoldRoom():
+		// Rebuilt before ARC's EphemeralRunners were listed. (ARC deletes
+		// a runner's pod before its EphemeralRunner; a pod being deleted
+		// may outlive it.)
+		if _, ok := f.store.Release(r.Runner, r.RunnerUID); ok {
+			f.repaired(logger, pod, metrics.RepairNotARunner, fmt.Sprintf("Released %s on node %s: no EphemeralRunner of ARC controls the pod, so it is not a runner", r.Size, r.Node))
+			return true
+		}
+		return false
 	case pod.Spec.NodeName != "" && pod.Spec.NodeName != r.Node:
 		nr, err := reservations.FromPod(pod)
 		if err != nil || nr == nil {

@@ -30,6 +30,9 @@ const (
 	RepairClaimed    = "claimed"
 	RepairFinished   = "finished"
 	RepairInvalid    = "invalid"
+	// RepairNotARunner: no EphemeralRunner controls the pod (seen once
+	// ARC's EphemeralRunners were listed, after the reservation was rebuilt).
+	RepairNotARunner = "not_a_runner"
 )
 
 // PlaceholderLost is the action of a placeholder removed by someone else.

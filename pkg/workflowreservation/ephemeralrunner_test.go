@@ -58,7 +58,7 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 			pl.store.Take(r)
 			counter := metrics.Releases.WithLabelValues("test", metrics.ReleaseNoWorkflowPod, "false")
 			before, _ := testutil.GetCounterMetricValue(counter)
-			pl.feeder.OnEphemeralRunner(logger, ephemeralRunner("r1", tc.status))
+			pl.feeder.OnEphemeralRunner(logger, ephemeralRunner("r1", tc.status), false)
 			if tc.wantRelease {
 				eventually(t, "the reservation is released and counted", func() bool {
 					got, _ := pl.store.Get(key("r1"))
@@ -126,7 +126,7 @@ func TestStaleJobRecorded(t *testing.T) {
 	pl.store.Rebuild(back)
 	pl.feeder.OnEphemeralRunner(klogger(t), &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"namespace": "arc", "name": "r1"}, "status": map[string]any{"jobId": "j0"},
-	}})
+	}}, false)
 	if got, _ := pl.store.Get(key("r1")); !got.JobStarted().IsZero() {
 		t.Error("the earlier runner's job started the grace of the rebuilt reservation")
 	}

@@ -264,8 +264,14 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	s := &preFilterState{releases: pl.feeder.Waiting().Releases()}
 	result := pl.claimOf(ctx, pod, s)
 	if s.kind == kindOther && pl.profile.IsRunner(pod) {
-		if status := pl.sizeRunner(ctx, pod, s); status != nil {
+		owned, status := pl.ownedRunner(ctx, pod)
+		if status != nil {
 			return nil, status
+		}
+		if owned {
+			if status := pl.sizeRunner(ctx, pod, s); status != nil {
+				return nil, status
+			}
 		}
 	} else if _, annotated := pod.Annotations[contract.WorkflowRequestsAnnotation]; annotated && s.kind == kindOther {
 		klog.FromContext(ctx).V(2).Info("Pod carries the workflow size annotation but is not a runner; ignoring it", "pod", klog.KObj(pod))
@@ -358,6 +364,42 @@ func (pl *WorkflowReservation) claimOf(ctx context.Context, pod *v1.Pod, s *preF
 		}
 	}
 	return result
+}
+
+// ownedRunner reports whether a pod matching the runner selector is a
+// runner: ARC's EphemeralRunners are not served, or the one of its name
+// controls it. A pod that no EphemeralRunner controls is scheduled as an
+// ordinary pod, and told so. It returns the status of a pod that must wait
+// until the EphemeralRunners show what it is: they are not looked up or
+// listed yet, or the one its controller reference names is not listed
+// (yet).
+func (pl *WorkflowReservation) ownedRunner(ctx context.Context, pod *v1.Pod) (bool, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	why := ""
+	switch pl.feeder.Ownership(pod) {
+	case controllers.OwnershipNoARC, controllers.OwnershipControlled:
+		return true, nil
+	case controllers.OwnershipNone:
+		logger.V(2).Info("Pod matches the runner selector but no EphemeralRunner controls it; scheduling it as an ordinary pod", "pod", klog.KObj(pod))
+		if pl.feeder.FirstWarning(pod.UID, contract.ReasonNotAnEphemeralRunner) {
+			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNotAnEphemeralRunner, "Scheduling",
+				"Scheduled as an ordinary pod, with no room held for a workflow pod: it matches the runner selector of profile %s, but no EphemeralRunner of ARC controls it", pl.profile.Name)
+		}
+		return false, nil
+	case controllers.OwnershipUnknown:
+		why = "ARC's EphemeralRunners are not listed yet (tandem needs list and watch on ephemeralrunners.actions.github.com)"
+	default:
+		why = fmt.Sprintf("EphemeralRunner %s, which its owner reference names, is not listed (yet) with that UID", pod.Name)
+	}
+	// Retried when the EphemeralRunners are listed or this one arrives.
+	logger.V(2).Info("Runner waits for its EphemeralRunner", "pod", klog.KObj(pod), "why", why)
+	pl.feeder.Waiting().Add(pod)
+	if o := pl.feeder.Ownership(pod); o != controllers.OwnershipUnknown && o != controllers.OwnershipAwaited {
+		// Known since the check, maybe before the pod waited: the
+		// activation may have passed it by.
+		pl.handle.Activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
+	}
+	return false, fwk.NewStatus(fwk.Unschedulable, controllers.Truncate(fmt.Sprintf("runner %s waits: %s", klog.KObj(pod), why)))
 }
 
 // sizeRunner sets s for a runner (kindRunner) from its sizing sources. It

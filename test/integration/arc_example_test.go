@@ -59,6 +59,7 @@ func (e *env) exampleRunner(name, valuesFile string) *v1.Pod {
 		Spec: exampleRunnerSpec(e.t, valuesFile),
 	}
 	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	e.ownedByEphemeralRunner(pod)
 	created, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("creating runner %s from %s: %v", name, valuesFile, err)

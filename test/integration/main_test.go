@@ -13,15 +13,20 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
 	"github.com/tandem-scheduler/tandem/pkg/inprocess"
+	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
 )
 
 // restConfig reaches the control plane shared by every test of the package.
@@ -48,6 +53,12 @@ func run(m *testing.M) int {
 	}
 	defer cp.Stop()
 	restConfig, controlPlane = cp.RESTConfig(), cp
+	// ARC is installed, as in every cluster tandem serves: a pod is a
+	// runner only if its EphemeralRunner controls it (e.ownedByEphemeralRunner).
+	if err := arc.InstallEphemeralRunnerCRD(ctx, restConfig); err != nil {
+		fmt.Fprintln(os.Stderr, "installing the EphemeralRunner CRD:", err)
+		return 1
+	}
 	return m.Run()
 }
 
@@ -143,6 +154,8 @@ type podSpec struct {
 	node        string // nodeName: bypasses the scheduler
 	onNode      string // nodeSelector on the hostname label
 	runner      bool
+	// notARC: a runner's labels without an EphemeralRunner controlling it.
+	notARC bool
 	// workflowOf makes the pod a workflow pod of that runner.
 	workflowOf string
 	mutate     func(*v1.Pod)
@@ -167,6 +180,9 @@ func (e *env) create(name string, s podSpec) *v1.Pod {
 	}
 	if s.runner {
 		pod.Labels["actions-ephemeral-runner"] = "True"
+		if !s.notARC {
+			e.ownedByEphemeralRunner(pod)
+		}
 	}
 	if s.workflowOf != "" {
 		pod.Labels["runner-pod"] = s.workflowOf
@@ -182,6 +198,27 @@ func (e *env) create(name string, s podSpec) *v1.Pod {
 		e.t.Fatalf("creating pod %s: %v", name, err)
 	}
 	return created
+}
+
+// ownedByEphemeralRunner makes pod ARC's: the EphemeralRunner of its name
+// (created unless it exists, as ARC creates it before its pod) controls it.
+func (e *env) ownedByEphemeralRunner(pod *v1.Pod) {
+	e.t.Helper()
+	client := dynamic.NewForConfigOrDie(restConfig).Resource(contract.EphemeralRunnerResource).Namespace(pod.Namespace)
+	er, err := client.Create(e.ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "actions.github.com/v1alpha1", "kind": contract.EphemeralRunnerKind,
+		"metadata": map[string]any{"name": pod.Name},
+	}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		er, err = client.Get(e.ctx, pod.Name, metav1.GetOptions{})
+	}
+	if err != nil {
+		e.t.Fatalf("EphemeralRunner %s: %v", pod.Name, err)
+	}
+	pod.OwnerReferences = append(pod.OwnerReferences, metav1.OwnerReference{
+		APIVersion: "actions.github.com/v1alpha1", Kind: contract.EphemeralRunnerKind, Name: pod.Name, UID: er.GetUID(),
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	})
 }
 
 // runner creates a runner pod of cpu whose workflow pod needs workflowCPU.
