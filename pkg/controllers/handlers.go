@@ -358,11 +358,18 @@ func (f *Feeder) countRelease(reason string, claimed bool) {
 	}
 }
 
-// beyondNode returns an error if r and its runner could never fit on r's
-// node, even empty: no reservation tandem takes is that large, so the record
-// (or the runner's sizing) is not to be trusted with the node. A node not in
+// beyondNode returns an error if r is beyond its profile's
+// maxWorkflowRequests, or r and its runner could never fit on r's node,
+// even empty: no reservation tandem takes is that large, so the record (or
+// the runner's sizing) is not to be trusted with the node. A node not in
 // the cache yet is checked by the reconciler later.
 func (f *Feeder) beyondNode(r *reservations.Reservation, runner *v1.Pod) error {
+	if owner := f.ProfileOf(runner); owner != nil && owner.Sizer != nil {
+		// A record is anyone's to write who may update the runner.
+		if err := owner.Sizer.BeyondMaximum(r.Size); err != nil {
+			return fmt.Errorf("recorded reservation %w", err)
+		}
+	}
 	if f.nodes == nil {
 		return nil
 	}

@@ -59,7 +59,9 @@ type LeaderElection struct {
 //     waiting for a lease;
 //   - no defaultWorkflowRequests or defaultStepRequests: every test and
 //     scenario states its runners' sizes, so a reservation never comes from
-//     a default nobody asked for.
+//     a default nobody asked for;
+//   - no runnerNamespaces: every test and scenario has namespaces of its
+//     own.
 func Config(p Profile) string {
 	scoring := p.Scoring
 	if scoring == "" {

@@ -3,6 +3,7 @@ package sizing
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -231,13 +232,16 @@ type Sizer struct {
 	defaultStep      v1.ResourceList
 	stepFromTemplate bool
 	defaultPorts     []contract.HostPort
+	// maxWorkflow is the most one runner's reservation may hold
+	// (maxWorkflowRequests); empty: no maximum.
+	maxWorkflow v1.ResourceList
 }
 
 // NewSizer returns the sizer that args configure; the hook templates are
 // read through the lister setConfigMaps gives it (none: no template sizes a
 // runner).
 func NewSizer(args *config.WorkflowReservationArgs) (*Sizer, error) {
-	s := &Sizer{defaultWorkflow: args.DefaultWorkflowRequests, defaultStep: args.DefaultStepRequests, stepFromTemplate: args.StepRequestsFromHookTemplate}
+	s := &Sizer{defaultWorkflow: args.DefaultWorkflowRequests, defaultStep: args.DefaultStepRequests, stepFromTemplate: args.StepRequestsFromHookTemplate, maxWorkflow: args.MaxWorkflowRequests}
 	for _, p := range args.DefaultHostPorts {
 		hp, err := contract.ParseHostPort(p)
 		if err != nil {
@@ -258,8 +262,43 @@ func (s *Sizer) ConfigMaps() corelisters.ConfigMapLister { return s.configMaps }
 // Size resolves the workflow pod's size: annotation, then hook template,
 // then the default; a broken source is recorded and the next one tried.
 // Step headroom (annotation, else default) is added on top, and the host
-// ports to hold (annotation, else default) are read.
+// ports to hold (annotation, else default) are read. A size beyond the
+// profile's maxWorkflowRequests is a broken source too: the runner is then
+// sized by the defaults alone (which are within it), or not at all.
 func (s *Sizer) Size(pod *v1.Pod) Sizes {
+	out := s.size(pod, false)
+	if out.NotListed != nil {
+		return out
+	}
+	err := s.BeyondMaximum(out.Workflow)
+	if err == nil {
+		return out
+	}
+	d := s.size(pod, true)
+	d.Problems = append(slices.Clip(out.Problems), fmt.Errorf("the size from %s, %s with step headroom, %w", out.Source, out.Workflow, err))
+	d.Intended = true
+	return d
+}
+
+// BeyondMaximum returns what a reservation of workflow holds beyond
+// maxWorkflowRequests, nil if nothing.
+func (s *Sizer) BeyondMaximum(workflow reservations.Amount) error {
+	if len(s.maxWorkflow) == 0 || workflow.IsZero() {
+		return nil
+	}
+	held := workflow.ToList()
+	for _, name := range slices.Sorted(maps.Keys(s.maxWorkflow)) {
+		most := s.maxWorkflow[name]
+		if q, ok := held[name]; ok && name != v1.ResourcePods && q.Cmp(most) > 0 {
+			return fmt.Errorf("holds %s %s, more than maxWorkflowRequests allows one runner (%s)", q.String(), name, most.String())
+		}
+	}
+	return nil
+}
+
+// size is Size without the maximum; defaultsOnly sizes by the defaults
+// alone, as if the runner's own sources said nothing.
+func (s *Sizer) size(pod *v1.Pod, defaultsOnly bool) Sizes {
 	var out Sizes
 	var workflow v1.ResourceList
 	// The hook template, read once: nil until asked for, then its
@@ -278,7 +317,7 @@ func (s *Sizer) Size(pod *v1.Pod) Sizes {
 		return tmpl, tmplFound, tmplErr
 	}
 
-	if v, ok := pod.Annotations[contract.WorkflowRequestsAnnotation]; ok {
+	if v, ok := pod.Annotations[contract.WorkflowRequestsAnnotation]; ok && !defaultsOnly {
 		out.Intended = true
 		rl, err := parseResourceList(v)
 		switch {
@@ -290,7 +329,7 @@ func (s *Sizer) Size(pod *v1.Pod) Sizes {
 			workflow, out.Source = rl, contract.SourceAnnotation
 		}
 	}
-	if workflow == nil {
+	if workflow == nil && !defaultsOnly {
 		t, tried, err := template()
 		out.Intended = out.Intended || tried
 		switch {
@@ -316,12 +355,12 @@ func (s *Sizer) Size(pod *v1.Pod) Sizes {
 	out.Workflow.Pods = 1
 
 	step, stepSource := s.defaultStep, contract.SourceDefault
-	if len(step) == 0 && s.stepFromTemplate {
+	if len(step) == 0 && s.stepFromTemplate && !defaultsOnly {
 		if t, found, err := template(); err == nil && found {
 			step, stepSource = t.step, contract.SourceHookTemplate
 		}
 	}
-	if v, ok := pod.Annotations[contract.StepRequestsAnnotation]; ok {
+	if v, ok := pod.Annotations[contract.StepRequestsAnnotation]; ok && !defaultsOnly {
 		if strings.EqualFold(strings.TrimSpace(v), contract.StepFromTemplate) {
 			t, found, err := template()
 			switch {

@@ -181,6 +181,8 @@ func TestSize(t *testing.T) {
 		wantSource     contract.Source
 		wantProblems   []string
 		wantUnintended bool
+		// max is maxWorkflowRequests.
+		max v1.ResourceList
 		// step headroom and host ports
 		stepFromTemplate bool
 		defaultPorts     []contract.HostPort
@@ -192,6 +194,37 @@ func TestSize(t *testing.T) {
 			pod:        sizingtest.WithHookTemplate(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
 			defaultWF:  v1.ResourceList{v1.ResourceCPU: resource.MustParse("7")},
 			want:       "cpu=2",
+			wantSource: contract.SourceAnnotation,
+		},
+		// Issue 20: the runner's author does not decide how much one
+		// runner may hold; the admin's maximum does.
+		"annotation beyond the maximum is sized by the defaults": {
+			pod:         runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=60").Annotation(contract.StepRequestsAnnotation, "cpu=1").Obj(),
+			defaultWF:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+			defaultStep: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")},
+			max:         v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")},
+			want:        "cpu=1500m",
+			wantSource:  contract.SourceDefault,
+			wantStep:    "cpu=500m", wantStepSource: contract.SourceDefault,
+			wantProblems: []string{"the size from annotation, cpu=61 with step headroom, holds 61 cpu, more than maxWorkflowRequests allows one runner (8)"},
+		},
+		"step headroom beyond the maximum counts too": {
+			pod:          runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=6").Annotation(contract.StepRequestsAnnotation, "cpu=3").Obj(),
+			defaultWF:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+			max:          v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")},
+			want:         "cpu=1",
+			wantSource:   contract.SourceDefault,
+			wantProblems: []string{"holds 9 cpu"},
+		},
+		"template beyond the maximum without a default: no size": {
+			pod:          templated("default.yaml"),
+			max:          v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")},
+			wantProblems: []string{"the size from hook-template, cpu=3,memory=2816Mi with step headroom, holds 2816Mi memory"},
+		},
+		"within the maximum": {
+			pod:        runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=8,memory=64Gi").Obj(),
+			max:        v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")},
+			want:       "cpu=8,memory=64Gi",
 			wantSource: contract.SourceAnnotation,
 		},
 		"hook template": {
@@ -279,7 +312,7 @@ func TestSize(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			s := &Sizer{configMaps: sizingtest.ConfigMapLister(hooks), defaultWorkflow: tc.defaultWF, defaultStep: tc.defaultStep,
-				stepFromTemplate: tc.stepFromTemplate, defaultPorts: tc.defaultPorts}
+				stepFromTemplate: tc.stepFromTemplate, defaultPorts: tc.defaultPorts, maxWorkflow: tc.max}
 			got := s.Size(tc.pod)
 			if got.Intended == tc.wantUnintended {
 				t.Errorf("intended = %v, want %v", got.Intended, !tc.wantUnintended)

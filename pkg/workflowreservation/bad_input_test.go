@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
@@ -82,6 +84,8 @@ func TestBadInput(t *testing.T) {
 
 	tests := map[string]struct {
 		reservations []*reservations.Reservation
+		// args changes the default args.
+		args func(*config.WorkflowReservationArgs)
 		// act does what the case is about, with ctx carrying the
 		// buffered logger (also given to handlers as logger).
 		act        func(ctx context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status
@@ -114,6 +118,45 @@ func TestBadInput(t *testing.T) {
 			wantStatus: "more cpu than tandem accepts",
 			wantEvent:  "Warning " + contract.ReasonInvalidWorkflowSize,
 			wantLog:    "broken workflow size source",
+		},
+		// Issue 20: the admin bounds what one runner may hold, not the
+		// runner's author.
+		"size beyond the admin's maximum, no default": {
+			args: func(a *config.WorkflowReservationArgs) {
+				a.MaxWorkflowRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}
+			},
+			act:        runnerCycle(sized("cpu=3")),
+			wantStatus: "the size of its workflow pod is unknown",
+			wantEvent:  "more than maxWorkflowRequests allows one runner (2)",
+			wantLog:    "broken workflow size source",
+		},
+		"size beyond the admin's maximum, sized by the default": {
+			args: func(a *config.WorkflowReservationArgs) {
+				a.MaxWorkflowRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}
+				a.DefaultWorkflowRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
+			},
+			act:       runnerCycle(sized("cpu=3")),
+			wantEvent: "Warning " + contract.ReasonInvalidWorkflowSize,
+			wantLog:   "broken workflow size source",
+			wantHeld:  []string{"r@n1:held"},
+		},
+		"a record beyond the admin's maximum": {
+			args: func(a *config.WorkflowReservationArgs) {
+				a.MaxWorkflowRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}
+			},
+			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
+				r := &reservations.Reservation{Runner: key("r1"), RunnerUID: "r1", Node: "n1", Size: reservations.Amount{MilliCPU: 3000, Pods: 1}, Source: contract.SourceAnnotation}
+				value, err := reservations.Encode(r)
+				if err != nil {
+					return fwk.AsStatus(err)
+				}
+				pod := runner1.DeepCopy()
+				pod.Annotations = map[string]string{contract.ReservationAnnotation: value}
+				pl.feeder.OnPod(logger, pod)
+				return nil
+			},
+			wantEvent: "more than maxWorkflowRequests",
+			wantLog:   "Cannot rebuild the reservation",
 		},
 		"unknown resource name": {
 			act:        runnerCycle(sized("gpu=1")),
@@ -326,7 +369,11 @@ func TestBadInput(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			pl, h := newTestPlugin(t, defaultArgs(), true, badInputTemplates)
+			args := defaultArgs()
+			if tc.args != nil {
+				tc.args(args)
+			}
+			pl, h := newTestPlugin(t, args, true, badInputTemplates)
 			drainEvents(h)
 			for _, r := range tc.reservations {
 				pl.store.Take(r)

@@ -27,6 +27,9 @@ type WorkflowReservationArgs struct {
 	// DefaultStepRequests is extra headroom reserved for container-step
 	// pods. May be empty.
 	DefaultStepRequests v1.ResourceList
+	// MaxWorkflowRequests is the most one runner's reservation (workflow
+	// pod and step headroom) may hold, per resource listed. May be empty.
+	MaxWorkflowRequests v1.ResourceList
 	// ScoringStrategy ranks nodes by how full they are with reserved room
 	// counted as used. nil only before defaulting.
 	ScoringStrategy *ScoringStrategy

@@ -30,6 +30,16 @@ type WorkflowReservationArgs struct {
 	// pods.
 	// +optional
 	DefaultStepRequests corev1.ResourceList `json:"defaultStepRequests,omitempty"`
+	// MaxWorkflowRequests is the most one runner's reservation may hold,
+	// workflow pod and step headroom together, per resource listed (e.g.
+	// cpu: "8", memory: 32Gi). The runner's annotation and its hook
+	// template are its author's to write: a runner whose size is beyond the
+	// maximum is sized by defaultWorkflowRequests and defaultStepRequests
+	// instead (which must be within it), or, without them, waits, with an
+	// InvalidWorkflowSize warning either way. Empty (the default): a
+	// runner may hold what any one node has room for.
+	// +optional
+	MaxWorkflowRequests corev1.ResourceList `json:"maxWorkflowRequests,omitempty"`
 	// ScoringStrategy ranks nodes by how full they are, counting room
 	// reserved for workflow pods as used. Defaults to LeastAllocated on cpu
 	// and memory, weight 1 each, like NodeResourcesFit.

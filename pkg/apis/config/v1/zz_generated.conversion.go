@@ -106,6 +106,7 @@ func autoConvert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in
 	}
 	out.DefaultWorkflowRequests = *(*corev1.ResourceList)(unsafe.Pointer(&in.DefaultWorkflowRequests))
 	out.DefaultStepRequests = *(*corev1.ResourceList)(unsafe.Pointer(&in.DefaultStepRequests))
+	out.MaxWorkflowRequests = *(*corev1.ResourceList)(unsafe.Pointer(&in.MaxWorkflowRequests))
 	out.ScoringStrategy = (*config.ScoringStrategy)(unsafe.Pointer(in.ScoringStrategy))
 	if err := metav1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.ReconcileInterval, &out.ReconcileInterval, s); err != nil {
 		return err
@@ -153,6 +154,7 @@ func autoConvert_config_WorkflowReservationArgs_To_v1_WorkflowReservationArgs(in
 	}
 	out.DefaultWorkflowRequests = *(*corev1.ResourceList)(unsafe.Pointer(&in.DefaultWorkflowRequests))
 	out.DefaultStepRequests = *(*corev1.ResourceList)(unsafe.Pointer(&in.DefaultStepRequests))
+	out.MaxWorkflowRequests = *(*corev1.ResourceList)(unsafe.Pointer(&in.MaxWorkflowRequests))
 	out.ScoringStrategy = (*ScoringStrategy)(unsafe.Pointer(in.ScoringStrategy))
 	if err := metav1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.ReconcileInterval, &out.ReconcileInterval, s); err != nil {
 		return err

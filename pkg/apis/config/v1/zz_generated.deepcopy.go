@@ -76,6 +76,13 @@ func (in *WorkflowReservationArgs) DeepCopyInto(out *WorkflowReservationArgs) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.MaxWorkflowRequests != nil {
+		in, out := &in.MaxWorkflowRequests, &out.MaxWorkflowRequests
+		*out = make(corev1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
+	}
 	if in.ScoringStrategy != nil {
 		in, out := &in.ScoringStrategy, &out.ScoringStrategy
 		*out = new(ScoringStrategy)

@@ -3,6 +3,9 @@
 package validation
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,6 +50,7 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 
 	allErrs = append(allErrs, validateRequests(args.DefaultWorkflowRequests, path.Child("defaultWorkflowRequests"))...)
 	allErrs = append(allErrs, validateRequests(args.DefaultStepRequests, path.Child("defaultStepRequests"))...)
+	allErrs = append(allErrs, validateMaximum(args, path.Child("maxWorkflowRequests"))...)
 	allErrs = append(allErrs, validateScoringStrategy(args.ScoringStrategy, path.Child("scoringStrategy"))...)
 	// The plugin takes the args as defaulting left them: a zero here was
 	// set so (or the args were built in code without defaulting).
@@ -102,6 +106,28 @@ func validateNamespaces(path *field.Path, list []string) field.ErrorList {
 			allErrs = append(allErrs, field.Duplicate(nsPath, ns))
 		}
 		namespaces.Insert(ns)
+	}
+	return allErrs
+}
+
+// validateMaximum checks maxWorkflowRequests: positive quantities of
+// resources a container can request, that the defaults (workflow and step
+// headroom together, as a reservation holds them) are within: a runner
+// beyond the maximum is sized by them.
+func validateMaximum(args *config.WorkflowReservationArgs, path *field.Path) field.ErrorList {
+	allErrs := validateRequests(args.MaxWorkflowRequests, path)
+	for _, name := range slices.Sorted(maps.Keys(args.MaxWorkflowRequests)) {
+		most := args.MaxWorkflowRequests[name]
+		if most.Sign() == 0 {
+			allErrs = append(allErrs, field.Invalid(path.Key(string(name)), most.String(), "must be greater than 0"))
+			continue
+		}
+		held := args.DefaultWorkflowRequests[name].DeepCopy()
+		held.Add(args.DefaultStepRequests[name])
+		if name != v1.ResourcePods && held.Cmp(most) > 0 {
+			allErrs = append(allErrs, field.Invalid(path.Key(string(name)), most.String(),
+				fmt.Sprintf("must be at least defaultWorkflowRequests and defaultStepRequests together (%s)", held.String())))
+		}
 	}
 	return allErrs
 }

@@ -125,6 +125,17 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 				field.Duplicate(field.NewPath("args", "hookTemplateNamespaces").Index(2), "arc-runners"),
 			},
 		},
+		"maximum below the defaults": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				args.DefaultWorkflowRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
+				args.DefaultStepRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}
+				args.MaxWorkflowRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("0")}
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(field.NewPath("args", "maxWorkflowRequests").Key("cpu"), "1", ""),
+				field.Invalid(field.NewPath("args", "maxWorkflowRequests").Key("memory"), "0", ""),
+			},
+		},
 		"runner namespaces": {
 			modify: func(args *config.WorkflowReservationArgs) {
 				args.RunnerNamespaces = []string{"team-a", "team-a", "-x"}
