@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +35,53 @@ const (
 	webhookDeployment = "Deployment/" + releaseNamespace + "/" + webhookName
 	webhookConfigKey  = "ValidatingWebhookConfiguration//" + webhookName
 	webhookSecretKey  = "Secret/" + releaseNamespace + "/" + webhookName + "-tls"
+	webhookPolicyKey  = "NetworkPolicy/" + releaseNamespace + "/" + webhookName
 )
+
+// Issue 20: tandem-webhook authenticates no caller, so a NetworkPolicy
+// admits traffic to its pods on the HTTPS port only, and, once the
+// installer names them, only from the sources given; the Deployment's pods
+// are the ones it selects. (The local control plane runs no CNI plugin:
+// this checks what is installed, not its enforcement.)
+func TestWebhookNetworkPolicy(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("webhook:\n  networkPolicy:\n    from: [{ipBlock: {cidr: 10.0.0.0/24}}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, args := range map[string][]string{
+		"any source":    {"--set", "reservationMode=Pods"},
+		"from the CIDR": {"--set", "reservationMode=Pods", "--values", values},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs := byKey(renderChart(t, args...))
+			policy := object[networkingv1.NetworkPolicy](t, objs, webhookPolicyKey)
+			pods := object[appsv1.Deployment](t, objs, webhookDeployment).Spec.Template
+			selector, err := metav1.LabelSelectorAsSelector(&policy.Spec.PodSelector)
+			if err != nil || !selector.Matches(labels.Set(pods.Labels)) {
+				t.Errorf("the policy selects %v, not the webhook pods %v (%v)", policy.Spec.PodSelector, pods.Labels, err)
+			}
+			if !slices.Equal(policy.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || len(policy.Spec.Ingress) != 1 {
+				t.Fatalf("policy %+v, want one ingress rule", policy.Spec)
+			}
+			rule := policy.Spec.Ingress[0]
+			if len(rule.Ports) != 1 || rule.Ports[0].Port.IntValue() != int(pods.Spec.Containers[0].Ports[0].ContainerPort) {
+				t.Errorf("ports %v, want only the webhook's %d", rule.Ports, pods.Spec.Containers[0].Ports[0].ContainerPort)
+			}
+			var from []string
+			for _, peer := range rule.From {
+				if peer.IPBlock != nil {
+					from = append(from, peer.IPBlock.CIDR)
+				}
+			}
+			if want := map[string][]string{"any source": nil, "from the CIDR": {"10.0.0.0/24"}}[name]; !slices.Equal(from, want) || len(rule.From) != len(want) {
+				t.Errorf("from %v, want %v", rule.From, want)
+			}
+		})
+	}
+	if _, ok := byKey(renderChart(t, "--set", "reservationMode=Pods", "--set", "webhook.networkPolicy.enabled=false"))[webhookPolicyKey]; ok {
+		t.Error("networkPolicy.enabled=false renders the policy")
+	}
+}
 
 // reservationModeArg is the scheduler config's WorkflowReservation
 // reservationMode.
@@ -84,6 +133,7 @@ func TestChartPodsMode(t *testing.T) {
 		"ClusterRole//" + webhookName,
 		"ClusterRoleBinding//" + webhookName,
 		webhookDeployment,
+		webhookPolicyKey,
 		"PodDisruptionBudget/" + releaseNamespace + "/" + webhookName,
 		webhookSecretKey,
 		"Service/" + releaseNamespace + "/" + webhookName,
