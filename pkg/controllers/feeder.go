@@ -200,7 +200,8 @@ func (f *Feeder) Join(ctx context.Context, c Cluster, p *Profile, hookTemplateNa
 	}
 	f.synced = latch(synced)
 	podIndexer := informers.Core().V1().Pods().Informer().GetIndexer()
-	f.pairPods = NewPairPods(c.ClientSet(), f.pods, podIndexer, f.leader,
+	writes := writeClient(logger, c)
+	f.pairPods = NewPairPods(writes, f.pods, podIndexer, f.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			if eventType == v1.EventTypeNormal {
 				f.RoutineEvent(pod, reason, "PairPod", func() string { return note }) // one per waiting runner
@@ -209,7 +210,7 @@ func (f *Feeder) Join(ctx context.Context, c Cluster, p *Profile, hookTemplateNa
 			f.Event(pod, eventType, reason, "PairPod", note)
 		})
 	go f.pairPods.Run(ctx)
-	f.placeholders = NewPlaceholders(c.ClientSet(), podIndexer, f.leader,
+	f.placeholders = NewPlaceholders(writes, podIndexer, f.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			f.Event(pod, eventType, reason, "Placeholder", note)
 		},
@@ -220,6 +221,35 @@ func (f *Feeder) Join(ctx context.Context, c Cluster, p *Profile, hookTemplateNa
 	go f.speakWhenLeading(ctx)
 	go f.watchJobs(ctx)
 	return nil
+}
+
+// The budget of tandem's own writes (pair pods, placeholders, their
+// deletes): a client of their own, so that a burst of them never takes the
+// scheduler's rate limit from its bindings, and a timeout on each request,
+// so that a slow apiserver cannot hold a worker.
+const (
+	writeQPS     = 20
+	writeBurst   = 40
+	writeTimeout = 10 * time.Second
+)
+
+// writeClient returns the client of tandem's writes: the scheduler's
+// connection with a rate limit and a timeout of their own; the
+// scheduler's client where there is no config to copy (unit tests).
+func writeClient(logger klog.Logger, c Cluster) clientset.Interface {
+	cfg := c.KubeConfig()
+	if cfg == nil {
+		return c.ClientSet()
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.Timeout, cfg.RateLimiter = writeQPS, writeBurst, writeTimeout, nil
+	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/tandem-writes"
+	client, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		logger.Error(err, "Cannot make a client for tandem's writes; they share the scheduler's")
+		return c.ClientSet()
+	}
+	return client
 }
 
 // add registers p; first says it is the first profile.

@@ -104,3 +104,35 @@ func TestListedNamespaceActivatesItsRunners(t *testing.T) {
 		t.Errorf("activated %v once arc2 was listed, want %v", got, want)
 	}
 }
+
+// configCluster is a fakeCluster with a connection config.
+type configCluster struct {
+	fakeCluster
+	cfg *rest.Config
+}
+
+func (c *configCluster) KubeConfig() *rest.Config { return c.cfg }
+
+// Issue 20: tandem's writes have a rate limit and a timeout of their own,
+// not the scheduler's client, whose budget its bindings need.
+func TestWritesHaveTheirOwnBudget(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	scheduler := &rest.Config{Host: "https://127.0.0.1:1", QPS: 50, Burst: 100}
+	w, ok := writeClient(logger, &configCluster{cfg: scheduler}).(*clientset.Clientset)
+	if !ok {
+		t.Fatal("the writes use the scheduler's client")
+	}
+	rc, ok := w.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok {
+		t.Fatalf("REST client %T", w.CoreV1().RESTClient())
+	}
+	if got := rc.GetRateLimiter().QPS(); got != writeQPS {
+		t.Errorf("writes QPS = %v, want %v", got, writeQPS)
+	}
+	if rc.Client.Timeout != writeTimeout {
+		t.Errorf("writes timeout = %v, want %v", rc.Client.Timeout, writeTimeout)
+	}
+	if scheduler.QPS != 50 || scheduler.Timeout != 0 {
+		t.Errorf("the scheduler's config changed: QPS %v, timeout %v", scheduler.QPS, scheduler.Timeout)
+	}
+}

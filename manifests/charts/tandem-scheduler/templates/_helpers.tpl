@@ -27,6 +27,9 @@ leaderElection:
   leaderElect: true
   resourceName: {{ .Values.leaderElection.resourceName }}
   resourceNamespace: {{ .Release.Namespace }}
+clientConnection:
+  qps: {{ .Values.clientConnection.qps }}
+  burst: {{ .Values.clientConnection.burst }}
 profiles:
   - schedulerName: {{ .Values.schedulerName }}
     plugins:
