@@ -490,6 +490,11 @@ func (f *Feeder) WantPlaceholder(key RunnerKey) (*v1.Pod, *v1.Pod) {
 			if p := f.ProfileOf(wf); p != nil && p.Handover != nil && p.Handover() {
 				continue // it takes the placeholder's room at Permit
 			}
+			if !contract.PinnedTo(wf, r.Node) {
+				// It may go anywhere and takes the room only once bound
+				// there: a labelled pod pending forever must not free it.
+				continue
+			}
 		}
 		return runner, nil // it takes the room: the placeholder yields
 	}

@@ -58,7 +58,8 @@ func newFit(ctx context.Context, h fwk.Handle) (fitPlugin, error) {
 // handover says whether this profile hands placeholders over at Permit: it
 // runs the in-tree Fit itself and the stock one is not enabled at filter
 // (were it, a workflow pod needing its placeholder's room would never pass
-// it, and the placeholder must yield as soon as its workflow pod exists).
+// it, and the placeholder must yield as soon as a workflow pod pinned to its
+// node exists).
 func (pl *WorkflowReservation) handover() bool {
 	pl.handoverOnce.Do(func() {
 		if pl.fit == nil {
@@ -76,7 +77,7 @@ func (pl *WorkflowReservation) handover() bool {
 		for _, p := range plugins.Filter.Enabled {
 			if p.Name == names.NodeResourcesFit {
 				pl.handoverAtPermit = false
-				klog.Background().Error(nil, "reservationMode Pods: disable NodeResourcesFit at preFilter and filter in this profile (WorkflowReservation runs it); until then a placeholder yields as soon as its workflow pod exists, which frees its room to other schedulers until the pod is bound",
+				klog.Background().Error(nil, "reservationMode Pods: disable NodeResourcesFit at preFilter and filter in this profile (WorkflowReservation runs it); until then a placeholder yields as soon as a workflow pod pinned to its node exists, which frees its room to other schedulers until the pod is bound, and an unpinned workflow pod cannot use its room",
 					"profile", pl.profile.Name)
 			}
 		}
@@ -86,7 +87,7 @@ func (pl *WorkflowReservation) handover() bool {
 		}
 		if !permit {
 			pl.handoverAtPermit = false
-			klog.Background().Error(nil, "reservationMode Pods: enable WorkflowReservation at permit (multiPoint does); until then a placeholder yields as soon as its workflow pod exists",
+			klog.Background().Error(nil, "reservationMode Pods: enable WorkflowReservation at permit (multiPoint does); until then a placeholder yields as soon as a workflow pod pinned to its node exists",
 				"profile", pl.profile.Name)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -233,6 +234,53 @@ func TestPlaceholderHandoverAtPermit(t *testing.T) {
 	}
 	if _, err := h.client.CoreV1().Pods("arc").Get(ctx, "r1-hold", metav1.GetOptions{}); err == nil {
 		t.Error("the workflow pod was allowed while its placeholder still exists")
+	}
+}
+
+// Found in review (issue 20): in a Pods profile that does not hand
+// placeholders over at Permit (the stock Fit left enabled, logged), any
+// pending pod labelled runner-pod=<B> made B's placeholder yield, also one
+// that could never be scheduled to B's node, so anyone who may create pods in
+// B's namespace freed B's room to other schedulers and the kubelet. A
+// pending pod makes it yield only when it is pinned to B's node; an unpinned
+// one takes the room only once it is bound there.
+func TestUnpinnedPendingPodLeavesPlaceholderInPlace(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
+	pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
+	pl.handoverOnce.Do(func() {}) // a profile that does not hand over at Permit
+	if pl.handover() {
+		t.Fatal("the profile still hands over at Permit")
+	}
+	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
+	key := controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}
+	nn := types.NamespacedName{Namespace: "arc", Name: "r1"}
+	seen := func(n int) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return len(pl.feeder.WorkflowPods(nn)) == n, nil
+		})
+		if err != nil {
+			t.Fatalf("the feeder does not see %d pods of r1: %v", n, err)
+		}
+	}
+
+	stray := workflowPod("r1").Name("stray").UID("stray").NodeSelector(map[string]string{"no-such": "node"}).Obj()
+	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, stray, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen(1)
+	if _, want := pl.feeder.WantPlaceholder(key); want == nil {
+		t.Fatal("a pending pod not pinned to r1's node made r1's placeholder yield")
+	}
+
+	pinned := workflowPod("r1").NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj()
+	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, pinned, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen(2)
+	if _, want := pl.feeder.WantPlaceholder(key); want != nil {
+		t.Fatal("r1's placeholder stays while its workflow pod, pinned to its node, is pending")
 	}
 }
 
