@@ -111,3 +111,40 @@ app.kubernetes.io/part-of: tandem
 app.kubernetes.io/name: tandem-webhook
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
+
+{{/*
+CEL: whether the pod in .obj ("object" or "oldObject") is a runner of the
+profile: its schedulerName is .schedulerName and its labels match .selector
+(a LabelSelector, the plugin's runnerSelector).
+*/}}
+{{- define "tandem-scheduler.runnerCEL" -}}
+{{- $o := .obj -}}
+{{- $labels := printf "%s.metadata.labels" $o -}}
+{{- $has := printf "has(%s)" $labels -}}
+{{- $terms := list (printf "%s.spec.schedulerName == %s" $o (toJson .schedulerName)) -}}
+{{- range $k, $v := dig "matchLabels" dict .selector -}}
+{{- $terms = append $terms (printf "(%s && %s in %s && %s[%s] == %s)" $has (toJson $k) $labels $labels (toJson $k) (toJson (toString $v))) -}}
+{{- end -}}
+{{- range dig "matchExpressions" list .selector -}}
+{{- $k := toJson .key -}}
+{{- $in := printf "(%s && %s in %s)" $has $k $labels -}}
+{{- if eq .operator "In" -}}
+{{- $terms = append $terms (printf "(%s && %s[%s] in %s)" $in $labels $k (toJson .values)) -}}
+{{- else if eq .operator "NotIn" -}}
+{{- $terms = append $terms (printf "!(%s && %s[%s] in %s)" $in $labels $k (toJson .values)) -}}
+{{- else if eq .operator "Exists" -}}
+{{- $terms = append $terms $in -}}
+{{- else if eq .operator "DoesNotExist" -}}
+{{- $terms = append $terms (printf "!%s" $in) -}}
+{{- else -}}
+{{- fail (printf "runnerSelector: unknown operator %q" .operator) -}}
+{{- end -}}
+{{- end -}}
+{{- join " && " $terms -}}
+{{- end -}}
+
+{{/* CEL: the reservation record on the pod in the given variable, or "". */}}
+{{- define "tandem-scheduler.recordCEL" -}}
+{{- $k := "tandem.dev/reservation" | toJson -}}
+{{- printf "(has(%s.metadata.annotations) && %s in %s.metadata.annotations ? %s.metadata.annotations[%s] : \"\")" . $k . . $k -}}
+{{- end -}}
