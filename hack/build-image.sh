@@ -6,9 +6,12 @@
 # (the binaries, passwd and group from hack/image/rootfs, user 65532, no
 # shell; the entrypoint is tandem-scheduler, the chart runs
 # /usr/local/bin/tandem-webhook as the webhook's command), writes an OCI
-# layout and checks it.
+# layout and checks it. Then the same for tandem-pause, the placeholders'
+# image (the chart's default placeholderImage is it, next to
+# tandem-scheduler's in the installer's registry).
 #
 #   IMAGE_DIR        OCI layout to write (default _output/image)
+#   PAUSE_IMAGE_DIR  tandem-pause's OCI layout (default _output/image-pause)
 #   IMAGE_PLATFORMS  default "linux/amd64 linux/arm64"
 #   IMAGE_TAG        default v0.<minor>.<patch> of the Kubernetes version (v1.35.4 -> v0.35.4)
 #
@@ -18,20 +21,25 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source hack/lib/version.sh
 
 IMAGE_DIR="$(realpath -m "${IMAGE_DIR:-_output/image}")"
+PAUSE_IMAGE_DIR="$(realpath -m "${PAUSE_IMAGE_DIR:-_output/image-pause}")"
 IMAGE_PLATFORMS="${IMAGE_PLATFORMS:-linux/amd64 linux/arm64}"
 IMAGE_TAG="${IMAGE_TAG:-v0.${TANDEM_KUBE_VERSION#v1.}}"
 
-args=()
+args=() pause_args=()
 for platform in ${IMAGE_PLATFORMS}; do
   os="${platform%/*}" arch="${platform#*/}"
-  for cmd in tandem-scheduler tandem-webhook; do
+  for cmd in tandem-scheduler tandem-webhook tandem-pause; do
     out="$(pwd)/_output/bin/${os}_${arch}/${cmd}"
     echo "building ${out}"
     CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o "${out}" "./cmd/${cmd}"
   done
   args+=(--binary "${platform}=$(pwd)/_output/bin/${os}_${arch}/tandem-scheduler"
     --extra "${platform}=/usr/local/bin/tandem-webhook=$(pwd)/_output/bin/${os}_${arch}/tandem-webhook")
+  pause_args+=(--binary "${platform}=$(pwd)/_output/bin/${os}_${arch}/tandem-pause")
 done
 cd hack/tools
 go run ./cmd/build-image --out "${IMAGE_DIR}" --rootfs ../image/rootfs \
   --ref "${IMAGE_TAG}" --version "${IMAGE_TAG}" "${args[@]}"
+go run ./cmd/build-image --out "${PAUSE_IMAGE_DIR}" --rootfs ../image/rootfs \
+  --title tandem-pause --binary-path /usr/local/bin/tandem-pause \
+  --ref "${IMAGE_TAG}" --version "${IMAGE_TAG}" "${pause_args[@]}"

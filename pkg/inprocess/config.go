@@ -61,7 +61,9 @@ type LeaderElection struct {
 //     scenario states its runners' sizes, so a reservation never comes from
 //     a default nobody asked for;
 //   - no runnerNamespaces: every test and scenario has namespaces of its
-//     own.
+//     own;
+//   - no placeholderImage: no container runs on the local control plane,
+//     so the plugin's default does.
 func Config(p Profile) string {
 	scoring := p.Scoring
 	if scoring == "" {

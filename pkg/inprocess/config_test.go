@@ -15,6 +15,7 @@ import (
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	configv1 "github.com/tandem-scheduler/tandem/pkg/apis/config/v1"
 )
 
 func load(t *testing.T, file string) *schedconfig.KubeSchedulerConfiguration {
@@ -47,6 +48,7 @@ func TestConfigMatchesShipped(t *testing.T) {
 			if args, ok := pc.Args.(*config.WorkflowReservationArgs); ok {
 				args.DefaultWorkflowRequests, args.DefaultStepRequests = nil, nil
 				args.RunnerNamespaces = nil
+				args.PlaceholderImage = configv1.DefaultPlaceholderImage
 			}
 		}
 	}

@@ -111,6 +111,9 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *control
 	if err := validation.ValidateWorkflowReservationArgs(nil, args); err != nil {
 		return nil, err
 	}
+	for _, w := range validation.WarningsForWorkflowReservationArgs(args) {
+		klog.FromContext(ctx).Info("Warning: WorkflowReservation args", "profile", h.ProfileName(), "warning", w)
+	}
 	selector, err := metav1.LabelSelectorAsSelector(args.RunnerSelector)
 	if err != nil {
 		return nil, fmt.Errorf("runnerSelector: %w", err)

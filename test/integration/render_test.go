@@ -3,6 +3,7 @@ package integration
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -139,6 +140,20 @@ func TestChartSchedulerConfig(t *testing.T) {
 	role := object[rbacv1.Role](t, changed, "Role/ci/tandem-scheduler-leader-election")
 	if names := role.Rules[1].ResourceNames; !slices.Equal(names, []string{"tandem-ci"}) {
 		t.Errorf("lease role names %v, want the configured lease [tandem-ci]", names)
+	}
+
+	// The placeholders' image is tandem-pause from the scheduler's
+	// repository path and tag, unless set.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "image.repository=registry.example/ci/tandem-scheduler", "--set", "image.tag=v9"}, "placeholderImage: registry.example/ci/tandem-pause:v9"},
+		{[]string{"--set", "image.repository=tandem-scheduler"}, "placeholderImage: tandem-pause:v0."},
+		{[]string{"--set", "workflowReservation.placeholderImage=registry.example/mirror/pause:3.10"}, "placeholderImage: registry.example/mirror/pause:3.10"},
+	} {
+		objs := byKey(renderChart(t, c.args...))
+		wantContains(t, fmt.Sprintf("config with %v", c.args), object[v1.ConfigMap](t, objs, configMapKey).Data[configKey], c.want)
 	}
 
 	monitored := byKey(renderChart(t, "--set", "metrics.serviceMonitor.enabled=true"))

@@ -1,6 +1,9 @@
 // Command build-image builds tandem-scheduler's multi-platform OCI image into
 // an OCI layout directory without a container runtime, then reads it back and
-// checks it (entrypoint, non-root user, no shell, static binary per platform):
+// checks it (entrypoint, non-root user, no shell, static binary per platform).
+// hack/build-image.sh runs it twice: tandem-scheduler's image, and
+// tandem-pause's (--title tandem-pause --binary-path /usr/local/bin/tandem-pause),
+// the placeholders' image:
 //
 //	build-image --out _output/image --ref v0.35.4 \
 //	  --rootfs hack/image/rootfs \
@@ -58,8 +61,9 @@ func main() {
 	flag.StringVar(&opts.RootFS, "rootfs", "hack/image/rootfs", "directory copied into the image")
 	flag.StringVar(&opts.Ref, "ref", "", "the index's ref name in the layout (a tag)")
 	version := flag.String("version", "", "org.opencontainers.image.version label")
+	title := flag.String("title", "tandem-scheduler", "org.opencontainers.image.title label")
 	flag.Parse()
-	opts.Labels["org.opencontainers.image.title"] = "tandem-scheduler"
+	opts.Labels["org.opencontainers.image.title"] = *title
 	if *version != "" {
 		opts.Labels["org.opencontainers.image.version"] = *version
 	}

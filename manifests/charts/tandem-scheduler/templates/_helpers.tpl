@@ -63,7 +63,7 @@ profiles:
           {{- include "tandem-scheduler.pluginArgs" . | nindent 10 }}
 {{- end -}}
 
-{{/* WorkflowReservationArgs: workflowReservation with reservationMode and, unless set there, runnerNamespaces. */}}
+{{/* WorkflowReservationArgs: workflowReservation with reservationMode and, unless set there, runnerNamespaces and placeholderImage. */}}
 {{- define "tandem-scheduler.pluginArgs" -}}
 {{- $mode := include "tandem-scheduler.reservationMode" . -}}
 {{- $args := deepCopy (.Values.workflowReservation | default dict) -}}
@@ -72,6 +72,9 @@ profiles:
 {{- end -}}
 {{- if and (not (hasKey $args "runnerNamespaces")) .Values.runnerNamespaces -}}
 {{- $_ := set $args "runnerNamespaces" .Values.runnerNamespaces -}}
+{{- end -}}
+{{- if not (hasKey $args "placeholderImage") -}}
+{{- $_ := set $args "placeholderImage" (include "tandem-scheduler.pauseImage" .) -}}
 {{- end -}}
 {{- toYaml (set $args "reservationMode" $mode) -}}
 {{- end -}}
@@ -147,4 +150,18 @@ profile: its schedulerName is .schedulerName and its labels match .selector
 {{- define "tandem-scheduler.recordCEL" -}}
 {{- $k := "tandem.dev/reservation" | toJson -}}
 {{- printf "(has(%s.metadata.annotations) && %s in %s.metadata.annotations ? %s.metadata.annotations[%s] : \"\")" . $k . . $k -}}
+{{- end -}}
+
+{{/*
+tandem-pause's image (the placeholders' and pair pods'), from the same
+repository path and tag as the scheduler's: REGISTRY/tandem-scheduler:TAG
+gives REGISTRY/tandem-pause:TAG, fully qualified wherever the scheduler's is.
+*/}}
+{{- define "tandem-scheduler.pauseImage" -}}
+{{- $repo := .Values.image.repository -}}
+{{- $pause := "tandem-pause" -}}
+{{- if contains "/" $repo -}}
+{{- $pause = printf "%s/tandem-pause" (regexReplaceAll "/[^/]*$" $repo "") -}}
+{{- end -}}
+{{- printf "%s:%s" $pause (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}

@@ -203,3 +203,23 @@ func validateScoringStrategy(s *config.ScoringStrategy, path *field.Path) field.
 	}
 	return allErrs
 }
+
+// WarningsForWorkflowReservationArgs returns what in valid args is likely a
+// mistake, for the log: a placeholderImage that names no registry (a short
+// name such as the default pause:3.10), which each node's container runtime
+// resolves its own way or not at all.
+func WarningsForWorkflowReservationArgs(args *config.WorkflowReservationArgs) []string {
+	var warnings []string
+	if !qualifiedImage(args.PlaceholderImage) {
+		warnings = append(warnings, fmt.Sprintf("placeholderImage %q names no registry: each node's container runtime resolves a short name its own way; set a fully qualified image (the chart's default is tandem-pause next to tandem-scheduler's image)", args.PlaceholderImage))
+	}
+	return warnings
+}
+
+// qualifiedImage reports whether ref starts with a registry host: a first
+// path component with a dot or a port, or localhost, as the container
+// runtimes tell a registry from a repository path.
+func qualifiedImage(ref string) bool {
+	host, _, ok := strings.Cut(ref, "/")
+	return ok && (strings.ContainsAny(host, ".:") || host == "localhost")
+}

@@ -268,3 +268,21 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 		})
 	}
 }
+
+func TestWarningsForWorkflowReservationArgs(t *testing.T) {
+	for image, warn := range map[string]bool{
+		"pause:3.10":                            true,
+		"team/pause:3.10":                       true,
+		"registry.example/team/tandem-pause:v1": false,
+		"mirror:5000/pause:3.10":                false,
+		"localhost/pause:3.10":                  false,
+		"registry.example/pause@sha256:0123":    false,
+	} {
+		args := validArgs()
+		args.PlaceholderImage = image
+		got := WarningsForWorkflowReservationArgs(args)
+		if (len(got) > 0) != warn {
+			t.Errorf("placeholderImage %q: warnings %q, want a warning %v", image, got, warn)
+		}
+	}
+}
