@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/discovery"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/cli/globalflag"
 	basecompatibility "k8s.io/component-base/compatibility"
@@ -14,12 +15,14 @@ import (
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
+	"k8s.io/component-base/version"
 	"k8s.io/component-base/version/verflag"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
+	"github.com/tandem-scheduler/tandem/pkg/skew"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
@@ -89,6 +92,7 @@ func run(cmd *cobra.Command, opts *options.Options) error {
 	if err != nil {
 		return err
 	}
+	checkSkew(klog.FromContext(ctx), cc.Client.Discovery())
 	if cc.LeaderElection != nil {
 		cc.LeaderElection.Lock = leader.Observe(cc.LeaderElection.Lock)
 	} else {
@@ -99,4 +103,21 @@ func run(cmd *cobra.Command, opts *options.Options) error {
 	}
 	opts.ComponentGlobalsRegistry.AddMetrics()
 	return app.Run(ctx, cc, sched)
+}
+
+// checkSkew logs an error if the apiserver is outside the version-skew
+// policy of this build (pkg/skew); the scheduler runs anyway, as
+// kube-scheduler would, but an unsupported pairing is never silent.
+func checkSkew(logger klog.Logger, d discovery.ServerVersionInterface) {
+	server, err := d.ServerVersion()
+	if err != nil {
+		logger.Error(err, "Cannot read kube-apiserver's version to check the version-skew policy")
+		return
+	}
+	build := version.Get().GitVersion
+	if err := skew.Check(build, server.GitVersion); err != nil {
+		logger.Error(err, "Unsupported kube-apiserver version", "build", build, "apiserver", server.GitVersion)
+		return
+	}
+	logger.Info("kube-apiserver is within this build's version-skew policy", "build", build, "apiserver", server.GitVersion)
 }

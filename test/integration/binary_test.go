@@ -13,6 +13,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
+	"github.com/tandem-scheduler/tandem/pkg/skew"
 )
 
 // The shipped binary with the shipped configuration: it reports a real
@@ -50,6 +51,21 @@ func TestBinaryWithShippedConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Stop(10 * time.Second) })
+
+	// It checked the apiserver against its version-skew policy and said so:
+	// within it here, outside it under make test-compat's newest apiserver.
+	server, err := e.client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLog := "kube-apiserver is within this build's version-skew policy"
+	if skew.Check(wantVersion(t), server.GitVersion) != nil {
+		wantLog = "Unsupported kube-apiserver version"
+	}
+	e.poll("the scheduler logs its version-skew check", func() (bool, error) {
+		log, err := os.ReadFile(p.LogPath)
+		return strings.Contains(string(log), wantLog), err
+	})
 
 	// The shipped config adds defaultStepRequests (cpu 500m) to every
 	// workflow size, and its defaultWorkflowRequests (cpu 1) sizes a runner
