@@ -1,0 +1,254 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/controlplane"
+	"github.com/tandem-scheduler/tandem/pkg/inprocess"
+)
+
+// BenchmarkRunnerBinds binds 500 runners, created at once, with the shipped
+// profile in reservationMode Memory and then Pods, on a real apiserver, and
+// reports for each mode the seconds until every runner is bound (and, in
+// Pods mode, until every placeholder exists), the API writes per runner
+// that scheduling them cost (the apiserver's own count, less the test's
+// creates), and Pods mode's figures against Memory mode's:
+//
+//	go test ./test/integration/ -run '^$' -bench RunnerBinds -benchtime 1x
+//
+// Pods mode adds a placeholder per runner, written with tandem's own client
+// (20 requests/s, bursts of 40), after the Binding, on the scheduler's.
+func BenchmarkRunnerBinds(b *testing.B) {
+	const runners, nodes = 500, 50
+	for i := 0; i < b.N; i++ {
+		var bound, settled, writes [2]float64
+		for m, mode := range []string{"Memory", "Pods"} {
+			bound[m], settled[m], writes[m] = bindRunners(b, fmt.Sprintf("binds-%d-%s", i, strings.ToLower(mode)), mode, runners, nodes)
+		}
+		b.ReportMetric(bound[0], "s-bound-memory")
+		b.ReportMetric(bound[1], "s-bound-pods")
+		b.ReportMetric(settled[1], "s-placeholders-pods")
+		b.ReportMetric(writes[0]/runners, "writes/runner-memory")
+		b.ReportMetric(writes[1]/runners, "writes/runner-pods")
+		b.ReportMetric(bound[1]/bound[0], "bound-pods/memory")
+		b.ReportMetric(writes[1]/writes[0], "writes-pods/memory")
+	}
+}
+
+// bindRunners runs one mode in namespace ns on nodes of its own and returns
+// the seconds until every runner was bound, until every placeholder existed
+// too (Pods mode; else the same), and the API writes they cost.
+func bindRunners(b *testing.B, ns, mode string, runners, nodes int) (bound, settled, writes float64) {
+	b.Helper()
+	ctx := b.Context()
+	// The test's own client is not throttled: it must not be what is measured.
+	cfg := rest.CopyConfig(restConfig)
+	cfg.QPS, cfg.Burst = -1, 0
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ers := dynamic.NewForConfigOrDie(cfg).Resource(contract.EphemeralRunnerResource).Namespace(ns)
+	if err := controlplane.EnsureNamespace(ctx, client, ns); err != nil {
+		b.Fatal(err)
+	}
+	var nodeNames []string
+	for n := 0; n < nodes; n++ {
+		name := fmt.Sprintf("%s-n%d", ns, n)
+		capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"), v1.ResourcePods: resource.MustParse("110")}
+		if _, err := controlplane.CreateNode(ctx, client, name, capacity, nil); err != nil {
+			b.Fatal(err)
+		}
+		nodeNames = append(nodeNames, name)
+	}
+	// Gone before the next mode runs: its scheduler would hold (and, in
+	// Pods mode, place placeholders for) these runners too.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+		for _, n := range nodeNames {
+			_ = client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
+		}
+	}()
+	// ARC creates the EphemeralRunner before its pod.
+	uids := make([]string, runners)
+	for r := range runners {
+		er, err := ers.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "actions.github.com/v1alpha1", "kind": contract.EphemeralRunnerKind,
+			"metadata": map[string]any{"name": fmt.Sprintf("r%d", r)},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		uids[r] = string(er.GetUID())
+	}
+
+	// The shipped profile (no routine events), runners only in ns.
+	sched, err := inprocess.Start(ctx, restConfig, inprocess.Config(inprocess.Profile{
+		SchedulerName: schedulerName, Tandem: true, Scoring: "MostAllocated", ReservationMode: mode,
+		Args: []string{"runnerNamespaces: [" + ns + "]"},
+	}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sched.Stop()
+	before := apiWrites(b, client)
+
+	start := time.Now()
+	for r := range runners {
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("r%d", r), Namespace: ns,
+				Labels:      map[string]string{"actions-ephemeral-runner": "True"},
+				Annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=1"},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "actions.github.com/v1alpha1", Kind: contract.EphemeralRunnerKind, Name: fmt.Sprintf("r%d", r),
+					UID: types.UID(uids[r]), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+				}},
+			},
+			Spec: v1.PodSpec{
+				SchedulerName: schedulerName, RestartPolicy: v1.RestartPolicyNever,
+				Containers: []v1.Container{{Name: "runner", Image: "image", Resources: v1.ResourceRequirements{
+					Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+				}}},
+			},
+		}
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	count := func(placeholders bool) (int, error) {
+		list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, p := range list.Items {
+			_, isPlaceholder := p.Labels[contract.PlaceholderLabel]
+			if isPlaceholder == placeholders && (placeholders || p.Spec.NodeName != "") {
+				n++
+			}
+		}
+		return n, nil
+	}
+	waitFor := func(what string, placeholders bool) {
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+			n, err := count(placeholders)
+			return n == runners, err
+		})
+		if err != nil {
+			b.Fatalf("%s mode: waiting until %s: %v", mode, what, err)
+		}
+	}
+	waitFor("every runner is bound", false)
+	bound = time.Since(start).Seconds()
+	if mode == "Pods" {
+		waitFor("every placeholder exists", true)
+	}
+	settled = time.Since(start).Seconds()
+	// What the scheduler writes after the last of them (a status, an event)
+	// is counted too: wait until the count stands still for a second.
+	var after map[string]float64
+	last, stillSince := -1.0, time.Now()
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		after = apiWrites(b, client)
+		if total := after[""]; total != last {
+			last, stillSince = total, time.Now()
+		}
+		return time.Since(stillSince) >= time.Second, nil
+	})
+	if err != nil {
+		b.Fatalf("%s mode: the API writes did not settle: %v", mode, err)
+	}
+	// The test's own writes: the runner pods.
+	writes = after[""] - before[""] - float64(runners)
+	var breakdown []string
+	for k, v := range after {
+		if d := v - before[k]; k != "" && d > 0 {
+			breakdown = append(breakdown, fmt.Sprintf("%s %.0f", k, d))
+		}
+	}
+	sort.Strings(breakdown)
+	if list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		kinds := map[string]int{}
+		for _, p := range list.Items {
+			kind := "runner"
+			if _, ok := p.Labels[contract.PlaceholderLabel]; ok {
+				kind = "placeholder"
+			} else if _, ok := p.Annotations[contract.PairOfAnnotation]; ok {
+				kind = "pair pod"
+			}
+			kinds[kind]++
+		}
+		breakdown = append(breakdown, fmt.Sprintf("pods now %v", kinds))
+	}
+	b.Logf("%s mode: %d runners bound in %.1fs, settled in %.1fs; API writes less the test's %d: %.0f (%s)",
+		mode, runners, bound, settled, runners, writes, strings.Join(breakdown, ", "))
+	return bound, settled, writes
+}
+
+// apiWrites reads the apiserver's apiserver_request_total and returns its
+// writes (POST, PUT, PATCH, DELETE) by "VERB resource/subresource" (and
+// the response code unless 2xx), and their sum under "".
+func apiWrites(b *testing.B, client kubernetes.Interface) map[string]float64 {
+	b.Helper()
+	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	s := bufio.NewScanner(bytes.NewReader(raw))
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels, value, ok := strings.Cut(strings.TrimPrefix(line, "apiserver_request_total{"), "} ")
+		if !ok {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			l[k] = strings.Trim(v, `"`)
+		}
+		switch l["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE":
+		default:
+			continue
+		}
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			b.Fatalf("apiserver_request_total: %q: %v", line, err)
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		if !strings.HasPrefix(l["code"], "2") {
+			key += " " + l["code"]
+		}
+		out[key] += n
+		out[""] += n
+	}
+	return out
+}
