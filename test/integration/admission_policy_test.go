@@ -53,8 +53,14 @@ func TestRunnerAdmissionPolicy(t *testing.T) {
 		defer cancel()
 		dyn := dynamic.NewForConfigOrDie(restConfig)
 		for _, o := range policy {
-			gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: strings.ToLower(o.GetKind()) + "s"}
-			_ = dyn.Resource(gvr).Delete(ctx, o.GetName(), metav1.DeleteOptions{})
+			resource := map[string]string{
+				"ValidatingAdmissionPolicy":        "validatingadmissionpolicies",
+				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+			}[o.GetKind()]
+			gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resource}
+			if err := dyn.Resource(gvr).Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil {
+				t.Errorf("deleting %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
 		}
 	})
 
