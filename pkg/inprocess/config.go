@@ -60,8 +60,8 @@ type LeaderElection struct {
 //   - no defaultWorkflowRequests or defaultStepRequests: every test and
 //     scenario states its runners' sizes, so a reservation never comes from
 //     a default nobody asked for;
-//   - no runnerNamespaces: every test and scenario has namespaces of its
-//     own;
+//   - no runnerNamespaces or hookTemplateNamespaces: every test and
+//     scenario has namespaces of its own;
 //   - no placeholderImage: no container runs on the local control plane,
 //     so the plugin's default does.
 func Config(p Profile) string {

@@ -47,7 +47,7 @@ func TestConfigMatchesShipped(t *testing.T) {
 		for _, pc := range p.PluginConfig {
 			if args, ok := pc.Args.(*config.WorkflowReservationArgs); ok {
 				args.DefaultWorkflowRequests, args.DefaultStepRequests = nil, nil
-				args.RunnerNamespaces = nil
+				args.RunnerNamespaces, args.HookTemplateNamespaces = nil, nil
 				args.PlaceholderImage = configv1.DefaultPlaceholderImage
 			}
 		}

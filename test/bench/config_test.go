@@ -42,7 +42,7 @@ func TestTandemConfigIsShipped(t *testing.T) {
 			}
 			args.ScoringStrategy.Type = config.LeastAllocated
 			// scheduler_perf names its namespaces itself.
-			args.RunnerNamespaces = nil
+			args.RunnerNamespaces, args.HookTemplateNamespaces = nil, nil
 		}
 	}
 	if diff := cmp.Diff(want, bench.Profiles[0]); diff != "" {

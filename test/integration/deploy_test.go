@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
@@ -31,6 +32,18 @@ func TestDeployRenderedManifests(t *testing.T) {
 	e.ensureNamespace("arc-runners")
 	applyServerSide(t, e.ctx, kustomizeBuild(t, kustomizeDefault), "tandem-kustomize")
 	applyServerSide(t, e.ctx, renderChart(t), "tandem-helm")
+	// The runners live in this test's namespace (below): the chart's
+	// ConfigMap read there, as it renders it for that runner namespace.
+	var hookTemplates []*unstructured.Unstructured
+	for _, o := range renderChart(t, "--set", "runnerNamespaces={"+e.ns+"}") {
+		if o.GetNamespace() == e.ns && strings.HasSuffix(o.GetName(), "-hook-templates") {
+			hookTemplates = append(hookTemplates, o)
+		}
+	}
+	if len(hookTemplates) != 2 {
+		t.Fatalf("the chart renders %d hook-templates objects in %s, want a Role and its RoleBinding", len(hookTemplates), e.ns)
+	}
+	applyServerSide(t, e.ctx, hookTemplates, "tandem-helm")
 
 	cm, err := e.client.CoreV1().ConfigMaps(releaseNamespace).Get(e.ctx, releaseName+"-config", metav1.GetOptions{})
 	if err != nil {
@@ -284,19 +297,23 @@ func withArg(t *testing.T, config, anchor, line string) string {
 	return ""
 }
 
-// withRunnerNamespace replaces the rendered config's only runner namespace
-// with ns.
+// withRunnerNamespace replaces the rendered config's only runner namespace,
+// in runnerNamespaces and hookTemplateNamespaces, with ns.
 func withRunnerNamespace(t *testing.T, config, ns string) string {
 	t.Helper()
 	lines := strings.Split(config, "\n")
+	replaced := map[string]bool{}
 	for i, l := range lines {
-		if strings.TrimSpace(l) == "runnerNamespaces:" && i+1 < len(lines) && strings.TrimSpace(lines[i+1]) == "- arc-runners" {
+		key := strings.TrimSpace(l)
+		if (key == "runnerNamespaces:" || key == "hookTemplateNamespaces:") && i+1 < len(lines) && strings.TrimSpace(lines[i+1]) == "- arc-runners" {
 			lines[i+1] = strings.Replace(lines[i+1], "arc-runners", ns, 1)
-			return strings.Join(lines, "\n")
+			replaced[key] = true
 		}
 	}
-	t.Fatalf("the rendered config names no runner namespace arc-runners:\n%s", config)
-	return ""
+	if !replaced["runnerNamespaces:"] || !replaced["hookTemplateNamespaces:"] {
+		t.Fatalf("the rendered config does not name arc-runners in both runnerNamespaces and hookTemplateNamespaces:\n%s", config)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // ensureNamespace creates namespace name if it does not exist: a cluster

@@ -11,24 +11,25 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
-// With workflowReservation.hookTemplateNamespaces the chart grants ConfigMaps
-// only in those namespaces, and that is enough: a replica running as the
-// rendered ServiceAccount sizes a runner there from its hook template and
-// is denied nothing, while it can read no ConfigMap elsewhere.
+// By default the chart watches and grants ConfigMaps only in the runner
+// namespaces (hookTemplateNamespaces defaults to runnerNamespaces), and that
+// is enough: a replica running as the rendered ServiceAccount sizes a
+// runner there from its hook template and is denied nothing, while it can
+// read no ConfigMap elsewhere.
 func TestChartHookTemplateNamespacesRBAC(t *testing.T) {
 	e := newEnvWithoutScheduler(t, map[string]string{"hns-n1": "4"})
 	e.dedicateNode("hns-n1")
 	// Installed into the test's namespace, with cluster-wide objects of
 	// its own.
 	const release = "tandem-hooks"
-	objs := renderChart(t, "--release", release, "--namespace", e.ns, "--set", "workflowReservation.hookTemplateNamespaces={"+e.ns+"}", "--set", "runnerNamespaces={"+e.ns+"}")
+	objs := renderChart(t, "--release", release, "--namespace", e.ns, "--set", "runnerNamespaces={"+e.ns+"}")
 	for _, o := range objs {
 		rules, err := yaml.Marshal(o.Object["rules"])
 		if err != nil {
 			t.Fatal(err)
 		}
 		if o.GetKind() == "ClusterRole" && strings.Contains(string(rules), "configmaps") {
-			t.Errorf("ClusterRole %s grants configmaps although hookTemplateNamespaces is set", o.GetName())
+			t.Errorf("ClusterRole %s grants configmaps although runnerNamespaces is set", o.GetName())
 		}
 	}
 	applyServerSide(t, e.ctx, objs, release)

@@ -63,7 +63,7 @@ profiles:
           {{- include "tandem-scheduler.pluginArgs" . | nindent 10 }}
 {{- end -}}
 
-{{/* WorkflowReservationArgs: workflowReservation with reservationMode and, unless set there, runnerNamespaces and placeholderImage. */}}
+{{/* WorkflowReservationArgs: workflowReservation with reservationMode and, unless set there, runnerNamespaces, hookTemplateNamespaces and placeholderImage. */}}
 {{- define "tandem-scheduler.pluginArgs" -}}
 {{- $mode := include "tandem-scheduler.reservationMode" . -}}
 {{- $args := deepCopy (.Values.workflowReservation | default dict) -}}
@@ -72,6 +72,12 @@ profiles:
 {{- end -}}
 {{- if and (not (hasKey $args "runnerNamespaces")) .Values.runnerNamespaces -}}
 {{- $_ := set $args "runnerNamespaces" .Values.runnerNamespaces -}}
+{{- end -}}
+{{- if not (hasKey $args "hookTemplateNamespaces") -}}
+{{- $hook := include "tandem-scheduler.hookTemplateNamespaces" . | fromJsonArray -}}
+{{- if $hook -}}
+{{- $_ := set $args "hookTemplateNamespaces" $hook -}}
+{{- end -}}
 {{- end -}}
 {{- if not (hasKey $args "placeholderImage") -}}
 {{- $_ := set $args "placeholderImage" (include "tandem-scheduler.pauseImage" .) -}}
@@ -164,4 +170,19 @@ gives REGISTRY/tandem-pause:TAG, fully qualified wherever the scheduler's is.
 {{- $pause = printf "%s/tandem-pause" (regexReplaceAll "/[^/]*$" $repo "") -}}
 {{- end -}}
 {{- printf "%s:%s" $pause (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/*
+The namespaces whose ConfigMaps the plugin reads for hook templates, as a JSON
+list: workflowReservation.hookTemplateNamespaces if set, else the runner
+namespaces (a runner's template is a ConfigMap in its own namespace). Empty:
+every namespace, with the ClusterRole's cluster-wide rule.
+*/}}
+{{- define "tandem-scheduler.hookTemplateNamespaces" -}}
+{{- $args := .Values.workflowReservation | default dict -}}
+{{- if hasKey $args "hookTemplateNamespaces" -}}
+{{- $args.hookTemplateNamespaces | default list | toJson -}}
+{{- else -}}
+{{- dig "runnerNamespaces" .Values.runnerNamespaces $args | default list | toJson -}}
+{{- end -}}
 {{- end -}}

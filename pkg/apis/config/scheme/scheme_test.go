@@ -315,6 +315,7 @@ func TestManifest(t *testing.T) {
 	wantArgs := defaultArgs()
 	wantArgs.ScoringStrategy.Type = config.MostAllocated
 	wantArgs.RunnerNamespaces = []string{"arc-runners"}
+	wantArgs.HookTemplateNamespaces = []string{"arc-runners"}
 	wantArgs.PlaceholderImage = "REGISTRY/tandem-pause:v0.35.4"
 	wantArgs.DefaultWorkflowRequests = v1.ResourceList{
 		v1.ResourceCPU:    resource.MustParse("1"),
