@@ -137,10 +137,11 @@ local-down:
 tools:
 	cd hack/tools && $(GO) build -o ../../bin/ ./cmd/...
 
-## test-tools: vet and test hack/tools
+## test-tools: vet and test hack/tools and hack/promrules (Prometheus's rule parser, its own Go module)
 .PHONY: test-tools
 test-tools:
 	cd hack/tools && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd hack/promrules && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## manifests: the chart rendered as `helm template` does into _output/manifests/ (no helm binary)
 .PHONY: manifests

@@ -4,6 +4,7 @@
 package metrics
 
 import (
+	"slices"
 	"sync"
 
 	"k8s.io/component-base/metrics"
@@ -63,7 +64,7 @@ var (
 			Help:           "Number of workflow reservations by phase.",
 			StabilityLevel: metrics.ALPHA,
 		},
-		[]string{"profile", "phase"},
+		reservationsLabels,
 	)
 	// ReservedResources is the room held for workflow pods that have not
 	// arrived yet, in the resource's base unit (cores for cpu, bytes).
@@ -74,7 +75,7 @@ var (
 			Help:           "Resources held for workflow pods not yet arrived, in base units (cpu in cores, memory in bytes).",
 			StabilityLevel: metrics.ALPHA,
 		},
-		[]string{"profile", "resource"},
+		reservedResourcesLabels,
 	)
 	// ClaimDuration is the time from taking a reservation to its workflow
 	// pod claiming it.
@@ -86,7 +87,7 @@ var (
 			Buckets:        metrics.ExponentialBuckets(0.5, 2, 14),
 			StabilityLevel: metrics.ALPHA,
 		},
-		[]string{"profile"},
+		claimDurationLabels,
 	)
 	// Releases counts reservations dropped before or after their claim, by reason.
 	Releases = metrics.NewCounterVec(
@@ -96,7 +97,7 @@ var (
 			Help:           "Number of workflow reservations released, by reason and whether they had been claimed.",
 			StabilityLevel: metrics.ALPHA,
 		},
-		[]string{"profile", "reason", "claimed"},
+		releasesLabels,
 	)
 
 	// Repairs counts what the reconciler found out of step with the
@@ -108,7 +109,7 @@ var (
 			Help:           "Number of workflow reservations the reconciler found out of step with the cluster and repaired, by kind.",
 			StabilityLevel: metrics.ALPHA,
 		},
-		[]string{"profile", "kind"},
+		repairsLabels,
 	)
 
 	// PairPods counts the pending pods of a pair's size created for
@@ -120,7 +121,7 @@ var (
 			Help:           "Number of pending pair pods (runner plus its reservation, for cluster autoscalers) created, deleted, and failed to create.",
 			StabilityLevel: metrics.ALPHA,
 		},
-		[]string{"action"},
+		podActionLabels,
 	)
 
 	// PlaceholderPods counts the placeholder pods that hold reservations on
@@ -134,10 +135,53 @@ var (
 			Help:           "Number of placeholder pods holding workflow reservations created, deleted, failed to create, and lost to someone else.",
 			StabilityLevel: metrics.ALPHA,
 		},
-		[]string{"action"},
+		podActionLabels,
 	)
 
 	registerOnce sync.Once
+)
+
+// LabelNames returns the label names of the tandem metric named fqName, a
+// family or, for a histogram, one of its series as /metrics exposes them
+// (_bucket adds le), and whether tandem exports it: what dashboards and
+// alerts may select on.
+func LabelNames(fqName string) ([]string, bool) {
+	for _, m := range []struct {
+		name   string
+		labels []string
+		suffix []string
+	}{
+		{Subsystem + "_reservations", reservationsLabels, nil},
+		{Subsystem + "_reserved_resources", reservedResourcesLabels, nil},
+		{Subsystem + "_claim_duration_seconds", claimDurationLabels, []string{"_bucket", "_sum", "_count"}},
+		{Subsystem + "_releases_total", releasesLabels, nil},
+		{Subsystem + "_repairs_total", repairsLabels, nil},
+		{Subsystem + "_pair_pods_total", podActionLabels, nil},
+		{Subsystem + "_placeholder_pods_total", podActionLabels, nil},
+	} {
+		if fqName == m.name {
+			return slices.Clone(m.labels), true
+		}
+		for _, suf := range m.suffix {
+			if fqName == m.name+suf {
+				if suf == "_bucket" {
+					return append(slices.Clone(m.labels), "le"), true
+				}
+				return slices.Clone(m.labels), true
+			}
+		}
+	}
+	return nil, false
+}
+
+// The label names of each metric.
+var (
+	reservationsLabels      = []string{"profile", "phase"}
+	reservedResourcesLabels = []string{"profile", "resource"}
+	claimDurationLabels     = []string{"profile"}
+	releasesLabels          = []string{"profile", "reason", "claimed"}
+	repairsLabels           = []string{"profile", "kind"}
+	podActionLabels         = []string{"action"}
 )
 
 // Register registers the metrics once per process.

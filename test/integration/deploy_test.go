@@ -171,6 +171,10 @@ func TestDeployRenderedManifests(t *testing.T) {
 			t.Errorf("%d %s events on %s, want 1", n, contract.ReasonClaimed, wf)
 		}
 	}
+
+	// The chart's alerts and dashboard select what the new leader exports,
+	// now that it has claimed, released, turned a runner away and led.
+	e.checkMonitoring(standby)
 }
 
 // acquiredLease is what kube-scheduler logs when it becomes the leader.
