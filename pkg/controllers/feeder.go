@@ -57,8 +57,15 @@ type Profile struct {
 }
 
 // IsRunner reports whether pod is a runner pod of the profile: in one of
-// its namespaces and matching its selector.
+// its namespaces and matching its selector, and not one of tandem's own
+// placeholders or pair pods (labelled so), whatever the selector selects.
 func (p *Profile) IsRunner(pod *v1.Pod) bool {
+	if _, own := pod.Labels[contract.PlaceholderLabel]; own {
+		return false
+	}
+	if _, own := pod.Labels[contract.PairPodLabel]; own {
+		return false
+	}
 	return (p.Namespaces.Len() == 0 || p.Namespaces.Has(pod.Namespace)) && p.Runners.Matches(labels.Set(pod.Labels))
 }
 

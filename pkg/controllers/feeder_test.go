@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
 )
 
@@ -134,5 +137,25 @@ func TestWritesHaveTheirOwnBudget(t *testing.T) {
 	}
 	if scheduler.QPS != 50 || scheduler.Timeout != 0 {
 		t.Errorf("the scheduler's config changed: QPS %v, timeout %v", scheduler.QPS, scheduler.Timeout)
+	}
+}
+
+// tandem's own pods are never runners, whatever runnerSelector selects: a
+// selector as broad as "everything" would otherwise take a placeholder or a
+// pair pod, which carries the runner's schedulerName, for a runner of its
+// own (and the chart's runner admission policy, generated from the same
+// test, would deny tandem creating it).
+func TestOwnPodsAreNotRunners(t *testing.T) {
+	p := &Profile{Runners: labels.Everything(), Namespaces: sets.New[string]()}
+	for name, pod := range map[string]*v1.Pod{
+		"placeholder": st.MakePod().Name("r-hold").Label(contract.PlaceholderLabel, "true").Obj(),
+		"pair pod":    st.MakePod().Name("r-pair").Label(contract.PairPodLabel, "true").Obj(),
+	} {
+		if p.IsRunner(pod) {
+			t.Errorf("a %s is a runner of a profile selecting every pod", name)
+		}
+	}
+	if !p.IsRunner(st.MakePod().Name("r").Label("actions-ephemeral-runner", "True").Obj()) {
+		t.Errorf("a runner is not a runner of a profile selecting every pod")
 	}
 }

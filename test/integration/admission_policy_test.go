@@ -108,6 +108,22 @@ func TestRunnerAdmissionPolicy(t *testing.T) {
 		t.Errorf("a runner pod outside the runner namespaces was denied: %v", err)
 	}
 
+	// A pod with tandem's own placeholder label is no runner to the policy,
+	// whatever the selector matches, because it is none to the plugin either
+	// (Profile.IsRunner): tandem creates its placeholders and pair pods in
+	// the runner namespaces, and a broad runnerSelector must not deny them.
+	// Such a pod is admitted and scheduled as an ordinary pod, with no record.
+	own := runnerPod("own-label", map[string]string{contract.WorkflowRequestsAnnotation: "cpu=1"})
+	own.Labels[contract.PlaceholderLabel] = "true"
+	if _, err := mallory.CoreV1().Pods(e.ns).Create(e.ctx, own, metav1.CreateOptions{}); err != nil {
+		t.Errorf("a pod with tandem's placeholder label was denied: %v", err)
+	} else {
+		e.bound("own-label")
+		if _, ok, _ := contract.RecordedReservation(e.get("own-label")); ok {
+			t.Errorf("a runner-labelled pod with tandem's placeholder label was bound with a record: tandem took it for a runner")
+		}
+	}
+
 	// ARC's runner is admitted, scheduled and bound with its record: the
 	// Binding is not an update the policy sees.
 	r1 := runnerPod("r1", map[string]string{contract.WorkflowRequestsAnnotation: "cpu=1"})

@@ -131,6 +131,8 @@ profile: its schedulerName is .schedulerName and its labels match .selector
 {{- $labels := printf "%s.metadata.labels" $o -}}
 {{- $has := printf "has(%s)" $labels -}}
 {{- $terms := list (printf "%s.spec.schedulerName == %s" $o (toJson .schedulerName)) -}}
+{{- /* tandem's own placeholders and pair pods are never runners, whatever the selector (Profile.IsRunner). */ -}}
+{{- $terms = append $terms (printf "!(%s && (%s in %s || %s in %s))" $has (toJson "tandem.dev/placeholder") $labels (toJson "tandem.dev/pair-pod") $labels) -}}
 {{- range $k, $v := dig "matchLabels" dict .selector -}}
 {{- $terms = append $terms (printf "(%s && %s in %s && %s[%s] == %s)" $has (toJson $k) $labels $labels (toJson $k) (toJson (toString $v))) -}}
 {{- end -}}
