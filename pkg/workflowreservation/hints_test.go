@@ -5,10 +5,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
-	fwk "k8s.io/kube-scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/fwk"
 )
 
 func TestIsSchedulableAfterPodAdded(t *testing.T) {

@@ -25,13 +25,13 @@ import (
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
+	"github.com/tandem-scheduler/tandem/pkg/fwk"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
@@ -112,7 +112,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *control
 		return nil, err
 	}
 	for _, w := range validation.WarningsForWorkflowReservationArgs(args) {
-		klog.FromContext(ctx).Info("Warning: WorkflowReservation args", "profile", h.ProfileName(), "warning", w)
+		klog.FromContext(ctx).Info("Warning: WorkflowReservation args", "profile", fwk.ProfileName(h), "warning", w)
 	}
 	selector, err := metav1.LabelSelectorAsSelector(args.RunnerSelector)
 	if err != nil {
@@ -130,7 +130,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *control
 		pairPods: args.PairPods,
 	}
 	pl.profile = &controllers.Profile{
-		Name:              h.ProfileName(),
+		Name:              fwk.ProfileName(h),
 		Runners:           selector,
 		Namespaces:        sets.New(args.RunnerNamespaces...),
 		RunnerPodLabel:    args.RunnerPodLabel,
