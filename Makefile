@@ -45,6 +45,13 @@ demo-small: control-plane
 	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/small-seed.yaml --out _output/demo-small/seed
 	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/small-burst.yaml --out _output/demo-small/burst
 
+## demo-picture: run the demo into _output/demo and copy its report.svg to docs/images/demo.svg (the README's picture)
+.PHONY: demo-picture
+demo-picture: control-plane
+	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/seed.yaml --schedulers default,tandem --out _output/demo
+	mkdir -p docs/images
+	cp _output/demo/report.svg docs/images/demo.svg
+
 ## demo-autoscale: test/scenarios/autoscale.yaml with the real Karpenter (KWOK provider): default kube-scheduler, tandem, tandem with reservationMode Pods (about 6 min)
 .PHONY: demo-autoscale
 demo-autoscale: control-plane karpenter
@@ -102,6 +109,16 @@ test-compat: control-plane build
 	hack/build-compat.sh $(COMPAT_VERSIONS)
 	TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test-compat.sh $(COMPAT_VERSIONS)
 
+## build-versions: tandem-scheduler, tandem-webhook and kube-apiserver built against each supported Kubernetes minor (hack/lib/version.sh) into bin/vX.Y/, from this one tree (hack/compat/vX.Y modules); cold: a few minutes per minor
+.PHONY: build-versions
+build-versions: control-plane
+	hack/build-versions.sh
+
+## test-versions: per minor, the plugin's unit tests and the integration tests against its own kube-apiserver and tandem-scheduler (bin/vX.Y), then a short chaos run with the newest; a summary line per minor; not in make test
+.PHONY: test-versions
+test-versions: build-versions
+	TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test-versions.sh
+
 ## generate: deepcopy, conversion and defaulting code of pkg/apis (zz_generated.*.go), kubectl-tandem's copy of pkg/contract
 .PHONY: generate
 generate:
@@ -150,10 +167,11 @@ manifests:
 	cd hack/tools && $(GO) run ./cmd/render-chart ../../manifests/charts/tandem-scheduler > ../../_output/manifests/tandem-scheduler.yaml
 	@echo "wrote _output/manifests/tandem-scheduler.yaml"
 
-## image: multi-arch (amd64, arm64) OCI image into _output/image, no Docker (tandem-scheduler and tandem-webhook, a static build of each per platform; ~6 min on 2 cores was measured before tandem-webhook was added)
+## image: multi-arch (amd64, arm64) OCI images into _output/image (tandem-scheduler and tandem-webhook) and _output/image-pause, no Docker, for one Kubernetes minor: KUBE_MINOR=1.35|1.36|1.37 (default the newest), tagged <tandem version>-k8s<minor>
+KUBE_MINOR ?=
 .PHONY: image
 image:
-	hack/build-image.sh
+	KUBE_MINOR=$(KUBE_MINOR) hack/build-image.sh
 
 ## bench: scheduling throughput of tandem vs vanilla kube-scheduler, side by side (scheduler_perf; ~10 min)
 .PHONY: bench

@@ -35,21 +35,11 @@ for version in "${versions[@]}"; do
     echo "${version} is go.mod's version: hack/build-control-plane.sh builds it into bin/"
     continue
   fi
-  minor="v${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
-  module="hack/compat/${minor}"
-  if [[ ! -f "${module}/go.mod" ]]; then
-    echo "hack/build-compat.sh: no module ${module} for ${version}" >&2
-    exit 1
-  fi
-  pinned="$(cd "${module}" && GOWORK=off go list -m -f '{{.Version}}' k8s.io/kubernetes)"
-  if [[ "${pinned}" != "${version}" ]]; then
-    echo "hack/build-compat.sh: ${module} requires k8s.io/kubernetes ${pinned}, not ${version}" >&2
-    exit 1
-  fi
+  module="$(tandem::version::checked_module_dir "${version}")"
 
   out="${ROOT}/bin/compat/${version}"
   mkdir -p "${out}"
-  echo "building bin/compat/${version}/kube-apiserver from ${module}"
+  echo "building bin/compat/${version}/kube-apiserver from ${module#"${ROOT}/"}"
   start=${SECONDS}
   (cd "${module}" && GOWORK=off go build -o "${out}/kube-apiserver" \
     -ldflags "$(tandem::version::ldflags "${version}")" k8s.io/kubernetes/cmd/kube-apiserver)

@@ -1,5 +1,5 @@
-// kube-apiserver v1.37.2 for the version-skew tests (hack/build-compat.sh,
-// make test-compat). A module of its own: the main module stays on 1.35.
+// tandem-scheduler, tandem-webhook and kube-apiserver v1.37.2 (hack/build-versions.sh,
+// hack/build-compat.sh): a module of its own, the main module stays on 1.35.
 // The replace list is k8s.io/kubernetes@v1.37.2's own, every staging module at
 // v0.37.2, minus sample-cli-plugin and sample-controller (not served by
 // the module proxy, needed by nothing here).
@@ -49,6 +49,7 @@ require (
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/cel-go v0.29.2 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.0 // indirect
@@ -182,3 +183,18 @@ replace (
 )
 
 tool k8s.io/kubernetes/cmd/kube-apiserver
+
+// tandem itself, built and tested against this minor (hack/build-versions.sh,
+// make test-versions): the repository at ../../.., every k8s.io module
+// replaced above by this minor's.
+require github.com/tandem-scheduler/tandem v0.0.0 // indirect
+
+tool (
+	github.com/tandem-scheduler/tandem/cmd/tandem-scheduler
+	github.com/tandem-scheduler/tandem/cmd/tandem-webhook
+)
+
+replace (
+	github.com/tandem-scheduler/tandem => ../../..
+	github.com/tandem-scheduler/tandem/cmd/kubectl-tandem => ../../../cmd/kubectl-tandem
+)
