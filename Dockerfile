@@ -3,26 +3,28 @@
 # `make image` builds the same image without a container runtime
 # (hack/build-image.sh).
 #
-#   docker buildx build --platform linux/amd64,linux/arm64 \
-#     -t REGISTRY/tandem-scheduler:v0.35.4 --push .
-#   docker buildx build --platform linux/amd64,linux/arm64 --target tandem-pause \
-#     -t REGISTRY/tandem-pause:v0.35.4 --push .
+#   docker buildx build --platform linux/amd64,linux/arm64 --build-arg KUBE_MINOR=1.37 \
+#     -t REGISTRY/tandem-scheduler:v0.40.0-k8s1.37 --push .
+#   docker buildx build --platform linux/amd64,linux/arm64 --build-arg KUBE_MINOR=1.37 \
+#     --target tandem-pause -t REGISTRY/tandem-pause:v0.40.0-k8s1.37 --push .
+#
+# KUBE_MINOR picks the kube-scheduler tandem is built against (1.34 to
+# 1.37: hack/lib/version.sh); tag the image <tandem version>-k8s<minor>, the
+# tag the chart picks for a cluster of that minor.
 ARG GO_VERSION=1.26
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 ARG TARGETOS
 ARG TARGETARCH
+ARG KUBE_MINOR=1.37
 WORKDIR /src
-COPY go.mod go.sum ./
-RUN go mod download
 COPY . .
-# A static binary: the image has no libc.
+# Static binaries (the image has no libc), built from the module of the minor.
 RUN bash -c 'source hack/lib/version.sh && \
-    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o /out/tandem-scheduler ./cmd/tandem-scheduler && \
-    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o /out/tandem-webhook ./cmd/tandem-webhook && \
-    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o /out/tandem-pause ./cmd/tandem-pause'
+    v="$(tandem::version::of_minor ${KUBE_MINOR})" && cd "$(tandem::version::module_dir "$v")" && \
+    for cmd in tandem-scheduler tandem-webhook tandem-pause; do \
+      CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} GOWORK=off go build -trimpath -tags "$(tandem::version::tags "$v")" \
+        -ldflags "$(tandem::version::ldflags "$v")" -o /out/$cmd github.com/tandem-scheduler/tandem/cmd/$cmd || exit 1; \
+    done'
 
 # The placeholders' image (--target tandem-pause): tandem-pause alone.
 FROM scratch AS tandem-pause

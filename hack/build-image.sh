@@ -13,7 +13,9 @@
 #   IMAGE_DIR        OCI layout to write (default _output/image)
 #   PAUSE_IMAGE_DIR  tandem-pause's OCI layout (default _output/image-pause)
 #   IMAGE_PLATFORMS  default "linux/amd64 linux/arm64"
-#   IMAGE_TAG        default v0.<minor>.<patch> of the Kubernetes version (v1.35.4 -> v0.35.4)
+#   KUBE_MINOR       the Kubernetes minor to build for (1.34, 1.35, 1.36, 1.37; default the newest):
+#                    tandem built against that minor's kube-scheduler (hack/lib/version.sh)
+#   IMAGE_TAG        default <tandem version>-k8s<minor>, e.g. v0.40.0-k8s1.37 (both images)
 #
 # Push it with any OCI tool, e.g. `crane push --index _output/image REGISTRY/tandem-scheduler:TAG`.
 set -o errexit -o nounset -o pipefail
@@ -23,7 +25,13 @@ source hack/lib/version.sh
 IMAGE_DIR="$(realpath -m "${IMAGE_DIR:-_output/image}")"
 PAUSE_IMAGE_DIR="$(realpath -m "${PAUSE_IMAGE_DIR:-_output/image-pause}")"
 IMAGE_PLATFORMS="${IMAGE_PLATFORMS:-linux/amd64 linux/arm64}"
-IMAGE_TAG="${IMAGE_TAG:-v0.${TANDEM_KUBE_VERSION#v1.}}"
+KUBE_MINOR="${KUBE_MINOR:-${TANDEM_KUBE_VERSIONS[-1]}}"
+kube_version="$(tandem::version::of_minor "$(echo "${KUBE_MINOR}" | cut -d. -f1,2)")"
+module_dir="$(tandem::version::checked_module_dir "${kube_version}")"
+tags="$(tandem::version::tags "${kube_version}")"
+ldflags="$(tandem::version::ldflags "${kube_version}")"
+IMAGE_TAG="${IMAGE_TAG:-$(tandem::version::image_tag "${kube_version}")}"
+echo "building images ${IMAGE_TAG}: tandem ${TANDEM_VERSION} with kube-scheduler ${kube_version} (${module_dir#"$(pwd)/"})"
 
 args=() pause_args=()
 for platform in ${IMAGE_PLATFORMS}; do
@@ -31,7 +39,8 @@ for platform in ${IMAGE_PLATFORMS}; do
   for cmd in tandem-scheduler tandem-webhook tandem-pause; do
     out="$(pwd)/_output/bin/${os}_${arch}/${cmd}"
     echo "building ${out}"
-    CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath -ldflags "${TANDEM_LDFLAGS}" -o "${out}" "./cmd/${cmd}"
+    (cd "${module_dir}" && CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" GOWORK=off go build -trimpath -tags "${tags}" -ldflags "${ldflags}" \
+      -o "${out}" "github.com/tandem-scheduler/tandem/cmd/${cmd}")
   done
   args+=(--binary "${platform}=$(pwd)/_output/bin/${os}_${arch}/tandem-scheduler"
     --extra "${platform}=/usr/local/bin/tandem-webhook=$(pwd)/_output/bin/${os}_${arch}/tandem-webhook")

@@ -204,3 +204,51 @@ func TestChartDeployment(t *testing.T) {
 		t.Errorf("args = %q, want --config from the ConfigMap mount", c.Args)
 	}
 }
+
+// Issue 21: one image per Kubernetes minor. The chart picks the image built
+// for the cluster's minor (.Capabilities.KubeVersion), the newest build for
+// a newer cluster, and refuses an older cluster unless image.tag names an
+// image; the scheduler, the webhook and the placeholders' tandem-pause all
+// take that tag, and the Deployment names the minor.
+func TestChartImagePerMinor(t *testing.T) {
+	const version = "v0.40.0" // Chart.yaml's appVersion
+	for _, c := range []struct{ kube, minor string }{
+		{"v1.34.4", "1.34"},
+		{"v1.35.4", "1.35"},
+		{"v1.36.3", "1.36"},
+		{"v1.37.2", "1.37"},
+		{"v1.36.7-eks-2b5c2a1", "1.36"},
+		{"v1.38.0", "1.37"},
+	} {
+		objs := byKey(renderChart(t, "--kube-version", c.kube, "--set", "reservationMode=Pods"))
+		tag := version + "-k8s" + c.minor
+		d := object[appsv1.Deployment](t, objs, deploymentKey)
+		if got, want := d.Spec.Template.Spec.Containers[0].Image, "REGISTRY/tandem-scheduler:"+tag; got != want {
+			t.Errorf("Kubernetes %s: the scheduler's image is %s, want %s", c.kube, got, want)
+		}
+		if got := d.Annotations["tandem.dev/kubernetes-minor"]; got != c.minor {
+			t.Errorf("Kubernetes %s: the Deployment names minor %q, want %q", c.kube, got, c.minor)
+		}
+		w := object[appsv1.Deployment](t, objs, "Deployment/"+releaseNamespace+"/"+releaseName+"-webhook")
+		if got, want := w.Spec.Template.Spec.Containers[0].Image, "REGISTRY/tandem-scheduler:"+tag; got != want {
+			t.Errorf("Kubernetes %s: the webhook's image is %s, want %s", c.kube, got, want)
+		}
+		wantContains(t, "the config for Kubernetes "+c.kube, object[v1.ConfigMap](t, objs, configMapKey).Data[configKey],
+			"placeholderImage: REGISTRY/tandem-pause:"+tag)
+	}
+
+	// Older than every build: a clear failure, unless the user names an image.
+	_, stderr, err := tryTool(t, "render-chart", "--kube-version", "v1.33.7", repoPath(t, chartDir))
+	if err == nil {
+		t.Errorf("the chart rendered for Kubernetes 1.33, older than every build")
+	}
+	wantContains(t, "the refusal of Kubernetes 1.33", stderr, "Kubernetes 1.33 is older than every tandem-scheduler build (1.34 to 1.37)", "image.tag")
+	objs := byKey(renderChart(t, "--kube-version", "v1.33.7", "--set", "image.tag=v0.40.0-custom"))
+	d := object[appsv1.Deployment](t, objs, deploymentKey)
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != "REGISTRY/tandem-scheduler:v0.40.0-custom" {
+		t.Errorf("with image.tag set the image is %s, want REGISTRY/tandem-scheduler:v0.40.0-custom", got)
+	}
+	if _, ok := d.Annotations["tandem.dev/kubernetes-minor"]; ok {
+		t.Errorf("with image.tag set the Deployment still names a minor it cannot know")
+	}
+}

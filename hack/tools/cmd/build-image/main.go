@@ -5,7 +5,7 @@
 // tandem-pause's (--title tandem-pause --binary-path /usr/local/bin/tandem-pause),
 // the placeholders' image:
 //
-//	build-image --out _output/image --ref v0.35.4 \
+//	build-image --out _output/image --ref v0.40.0-k8s1.37 \
 //	  --rootfs hack/image/rootfs \
 //	  --binary linux/amd64=_output/bin/linux_amd64/tandem-scheduler \
 //	  --binary linux/arm64=_output/bin/linux_arm64/tandem-scheduler \

@@ -29,7 +29,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 func main() {
 	release := flag.String("release", "tandem-scheduler", "release name")
 	namespace := flag.String("namespace", "tandem-system", "release namespace")
-	kubeVersion := flag.String("kube-version", "v1.35.4", "Kubernetes version for .Capabilities.KubeVersion")
+	kubeVersion := flag.String("kube-version", "v1.37.2", "Kubernetes version for .Capabilities.KubeVersion")
 	var valueFiles, sets stringList
 	flag.Var(&valueFiles, "values", "values file (repeatable)")
 	flag.Var(&sets, "set", "key=value (repeatable), as helm --set")

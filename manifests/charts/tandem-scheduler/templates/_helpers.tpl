@@ -161,6 +161,47 @@ profile: its schedulerName is .schedulerName and its labels match .selector
 {{- end -}}
 
 {{/*
+The Kubernetes minors tandem-scheduler is built for, oldest first: one image
+per minor, tagged <appVersion>-k8s<minor> (make image KUBE_MINOR=...).
+*/}}
+{{- define "tandem-scheduler.kubeMinors" -}}
+{{- list "1.34" "1.35" "1.36" "1.37" | toJson -}}
+{{- end -}}
+
+{{/*
+The Kubernetes minor of the image: the cluster's (.Capabilities.KubeVersion,
+"28+" read as 28) when an image is built for it; the newest build for a newer
+cluster (a scheduler may be one minor older than its apiserver; tandem-scheduler
+logs an error at start when it is further behind); rendering fails for a
+cluster older than the oldest build, unless image.tag names an image.
+*/}}
+{{- define "tandem-scheduler.kubeMinor" -}}
+{{- $minors := include "tandem-scheduler.kubeMinors" . | fromJsonArray -}}
+{{- $major := regexFind "[0-9]+" .Capabilities.KubeVersion.Major -}}
+{{- $minor := regexFind "[0-9]+" .Capabilities.KubeVersion.Minor -}}
+{{- $cluster := printf "%s.%s" $major $minor -}}
+{{- $oldest := first $minors -}}
+{{- $newest := last $minors -}}
+{{- if has $cluster $minors -}}
+{{- $cluster -}}
+{{- else if and (eq $major "1") (gt (atoi $minor) (atoi (regexFind "[0-9]+$" $newest))) -}}
+{{- $newest -}}
+{{- else if .Values.image.tag -}}
+{{- $cluster -}}
+{{- else -}}
+{{- fail (printf "Kubernetes %s is older than every tandem-scheduler build (%s to %s): set image.tag to an image built for it" $cluster $oldest $newest) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The image tag of tandem-scheduler (and tandem-webhook, tandem-pause):
+image.tag if set, else <appVersion>-k8s<minor> for the cluster's minor.
+*/}}
+{{- define "tandem-scheduler.imageTag" -}}
+{{- .Values.image.tag | default (printf "%s-k8s%s" .Chart.AppVersion (include "tandem-scheduler.kubeMinor" .)) -}}
+{{- end -}}
+
+{{/*
 tandem-pause's image (the placeholders' and pair pods'), from the same
 repository path and tag as the scheduler's: REGISTRY/tandem-scheduler:TAG
 gives REGISTRY/tandem-pause:TAG, fully qualified wherever the scheduler's is.
@@ -171,7 +212,7 @@ gives REGISTRY/tandem-pause:TAG, fully qualified wherever the scheduler's is.
 {{- if contains "/" $repo -}}
 {{- $pause = printf "%s/tandem-pause" (regexReplaceAll "/[^/]*$" $repo "") -}}
 {{- end -}}
-{{- printf "%s:%s" $pause (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- printf "%s:%s" $pause (include "tandem-scheduler.imageTag" .) -}}
 {{- end -}}
 
 {{/*

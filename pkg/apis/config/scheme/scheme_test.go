@@ -316,7 +316,7 @@ func TestManifest(t *testing.T) {
 	wantArgs.ScoringStrategy.Type = config.MostAllocated
 	wantArgs.RunnerNamespaces = []string{"arc-runners"}
 	wantArgs.HookTemplateNamespaces = []string{"arc-runners"}
-	wantArgs.PlaceholderImage = "REGISTRY/tandem-pause:v0.35.4"
+	wantArgs.PlaceholderImage = "REGISTRY/tandem-pause:v0.40.0-k8s1.37"
 	wantArgs.DefaultWorkflowRequests = v1.ResourceList{
 		v1.ResourceCPU:    resource.MustParse("1"),
 		v1.ResourceMemory: resource.MustParse("2Gi"),
