@@ -5,7 +5,6 @@
 package kubelet
 
 import (
-	"context"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -32,9 +31,8 @@ func Admit(node *v1.Node, pod *v1.Pod, admitted []*v1.Pod) Result {
 			active = append(active, p)
 		}
 	}
-	getNode := func(context.Context, bool) (*v1.Node, error) { return node, nil }
 	noPluginResources := func(*schedulerframework.NodeInfo, *lifecycle.PodAdmitAttributes) error { return nil }
-	h := lifecycle.NewPredicateAdmitHandler(getNode, lifecycle.NewAdmissionFailureHandlerStub(), noPluginResources)
+	h := lifecycle.NewPredicateAdmitHandler(nodeGetter(node), lifecycle.NewAdmissionFailureHandlerStub(), noPluginResources)
 	return h.Admit(&lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: active})
 }
 

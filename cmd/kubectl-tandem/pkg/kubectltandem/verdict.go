@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 )
@@ -31,7 +30,7 @@ func candidateNodes(logger klog.Logger, pod *v1.Pod, nodes []*v1.Node) ([]*v1.No
 			why = "its node affinity cannot be read: " + err.Error()
 		} else if !ok {
 			why = "does not match its nodeSelector or required node affinity"
-		} else if t, found := corev1helpers.FindMatchingUntoleratedTaint(logger, n.Spec.Taints, pod.Spec.Tolerations, untolerated, false); found {
+		} else if t, found := untoleratedTaint(logger, n.Spec.Taints, pod.Spec.Tolerations, untolerated); found {
 			why = fmt.Sprintf("taint %s not tolerated", t.ToString())
 		} else if n.Spec.Unschedulable && !tolerates(logger, pod, v1.TaintNodeUnschedulable) {
 			why = "cordoned"
@@ -46,7 +45,7 @@ func candidateNodes(logger klog.Logger, pod *v1.Pod, nodes []*v1.Node) ([]*v1.No
 }
 
 func tolerates(logger klog.Logger, pod *v1.Pod, key string) bool {
-	return corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations, &v1.Taint{Key: key, Effect: v1.TaintEffectNoSchedule}, false)
+	return toleratesTaint(logger, pod.Spec.Tolerations, &v1.Taint{Key: key, Effect: v1.TaintEffectNoSchedule})
 }
 
 // pendingVerdict says in one line why the pending pod is not placed.
