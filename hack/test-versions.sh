@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tests tandem once per supported Kubernetes minor, each against itself: the
-# plugin's unit tests compiled against that minor's kube-scheduler, and the
-# integration tests with that minor's tandem-scheduler binary and
-# kube-apiserver (bin/vX.Y, built by hack/build-versions.sh); then a short
+# tests of every package and binary (make test-unit's set) compiled against
+# that minor's Kubernetes modules, and the integration tests with that
+# minor's tandem-scheduler binary and kube-apiserver (bin/vX.Y, built by
+# hack/build-versions.sh); then a short
 # chaos run (SIGKILLs, leader kills, an apiserver restart) with the newest.
 # One summary line per minor, with its time; fails if any minor fails.
 #
@@ -21,13 +22,14 @@ if [[ ${#versions[@]} -eq 0 ]]; then
   versions=("${TANDEM_KUBE_VERSIONS[@]}")
 fi
 module=github.com/tandem-scheduler/tandem
-# The plugin and the packages it calls, the same set make test runs with -race.
-unit=("${module}"/pkg/{workflowreservation,reservations,sizing,controllers,contract,leadership,metrics,skew}/... "${module}/cmd/tandem-scheduler/...")
-integration=("${module}/test/integration/..." "${module}/pkg/controlplane/...")
+# Every package's tests and the binaries' (what make test-unit runs; a
+# package that starts a control plane, pkg/controlplane, gets the minor's
+# binaries), then the integration tests.
+unit=("${module}/pkg/..." "${module}/cmd/tandem-scheduler/..." "${module}/cmd/tandem-webhook/...")
+integration=("${module}/test/integration/...")
 
 summary=()
 failed=0
-newest=""
 for version in "${versions[@]}"; do
   minor="$(tandem::version::minor "${version}")"
   bin="${ROOT}/bin/${minor}"
@@ -45,9 +47,10 @@ for version in "${versions[@]}"; do
   echo "=== ${version}: unit tests (log _output/versions/${minor}/unit.log)"
   start=${SECONDS}
   result=PASS
-  (cd "${dir}" && GOWORK=off go test -tags "${tags}" -count=1 "${unit[@]}") >"${logs}/unit.log" 2>&1 || result=FAIL
+  (cd "${dir}" && GOWORK=off TANDEM_BIN_DIR="${bin}" TANDEM_APISERVER_VERSION="${version}" TANDEM_KUBE_VERSION="${version}" \
+    go test -tags "${tags}" -count=1 "${unit[@]}") >"${logs}/unit.log" 2>&1 || result=FAIL
   unit_time=$((SECONDS - start))
-  tail -n 20 "${logs}/unit.log"
+  grep -Ev '^(ok|\?) ' "${logs}/unit.log" | tail -n 20 || true
 
   echo "=== ${version}: integration tests, TANDEM_BIN_DIR=bin/${minor} (log _output/versions/${minor}/integration.log)"
   start=${SECONDS}
@@ -64,8 +67,9 @@ for version in "${versions[@]}"; do
   if [[ "${result}" == FAIL ]]; then
     summary+=("$(cat "${logs}"/unit.log "${logs}"/integration.log | grep -E '^(--- FAIL|FAIL|ok )' | grep -v '^ok ' | sed 's/^/    /' || true)")
   fi
-  newest="${minor}"
 done
+newest="$(printf '%s\n' "${versions[@]}" | sort -V | tail -n 1)"
+newest="$(tandem::version::minor "${newest}")"
 
 jobs="${CHAOS_JOBS:-100}"
 if [[ "${jobs}" != 0 && -n "${newest}" ]]; then

@@ -61,7 +61,7 @@ tandem::version::of_minor() {
 tandem::version::module_dir() {
   local root
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-  if [[ "${1}" == "${TANDEM_KUBE_VERSION}" ]]; then
+  if [[ "${1}" == "${TANDEM_GOMOD_KUBE_VERSION}" ]]; then
     echo "${root}"
   elif [[ "${1}" =~ ^v([0-9]+)\.([0-9]+)\. ]]; then
     echo "${root}/hack/compat/v${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
@@ -77,7 +77,7 @@ tandem::version::module_dir() {
 tandem::version::checked_module_dir() {
   local dir pinned
   dir="$(tandem::version::module_dir "${1}")" || return 1
-  if [[ "${1}" == "${TANDEM_KUBE_VERSION}" ]]; then
+  if [[ "${1}" == "${TANDEM_GOMOD_KUBE_VERSION}" ]]; then
     echo "${dir}"
     return 0
   fi
@@ -123,8 +123,11 @@ tandem::version::image_tag() {
   echo "${TANDEM_VERSION}-k8s${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
 }
 
+# go.mod's k8s.io/kubernetes: the version the main module builds, whatever
+# TANDEM_KUBE_VERSION (the version to stamp) is set to.
+TANDEM_GOMOD_KUBE_VERSION="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && GOWORK=off go list -m -f '{{.Version}}' k8s.io/kubernetes)"
 if [[ -z "${TANDEM_KUBE_VERSION:-}" ]]; then
-  TANDEM_KUBE_VERSION="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+  TANDEM_KUBE_VERSION="${TANDEM_GOMOD_KUBE_VERSION}"
 fi
 TANDEM_LDFLAGS="$(tandem::version::ldflags "${TANDEM_KUBE_VERSION}")"
 export TANDEM_KUBE_VERSION TANDEM_LDFLAGS TANDEM_VERSION
