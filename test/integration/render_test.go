@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -212,14 +213,17 @@ func TestChartDeployment(t *testing.T) {
 // take that tag, and the Deployment names the minor.
 func TestChartImagePerMinor(t *testing.T) {
 	const version = "v0.40.0" // Chart.yaml's appVersion
-	for _, c := range []struct{ kube, minor string }{
-		{"v1.34.4", "1.34"},
-		{"v1.35.4", "1.35"},
-		{"v1.36.3", "1.36"},
-		{"v1.37.2", "1.37"},
-		{"v1.36.7-eks-2b5c2a1", "1.36"},
-		{"v1.38.0", "1.37"},
-	} {
+	// Every version hack/lib/version.sh builds an image for, a vendor's
+	// version string, and a cluster one minor newer than the newest build.
+	versions := supportedVersions(t)
+	oldest, newest := minorOf(t, versions[0]), minorOf(t, versions[len(versions)-1])
+	type kubeMinor struct{ kube, minor string }
+	var cases []kubeMinor
+	for _, v := range versions {
+		cases = append(cases, kubeMinor{v, minorOf(t, v)})
+	}
+	cases = append(cases, kubeMinor{"v" + newest + ".7-eks-2b5c2a1", newest}, kubeMinor{"v" + nextMinor(t, newest) + ".0", newest})
+	for _, c := range cases {
 		objs := byKey(renderChart(t, "--kube-version", c.kube, "--set", "reservationMode=Pods"))
 		tag := version + "-k8s" + c.minor
 		d := object[appsv1.Deployment](t, objs, deploymentKey)
@@ -238,12 +242,14 @@ func TestChartImagePerMinor(t *testing.T) {
 	}
 
 	// Older than every build: a clear failure, unless the user names an image.
-	_, stderr, err := tryTool(t, "render-chart", "--kube-version", "v1.33.7", repoPath(t, chartDir))
+	older := prevMinor(t, oldest)
+	_, stderr, err := tryTool(t, "render-chart", "--kube-version", "v"+older+".7", repoPath(t, chartDir))
 	if err == nil {
-		t.Errorf("the chart rendered for Kubernetes 1.33, older than every build")
+		t.Errorf("the chart rendered for Kubernetes %s, older than every build", older)
 	}
-	wantContains(t, "the refusal of Kubernetes 1.33", stderr, "Kubernetes 1.33 is older than every tandem-scheduler build (1.34 to 1.37)", "image.tag")
-	objs := byKey(renderChart(t, "--kube-version", "v1.33.7", "--set", "image.tag=v0.40.0-custom"))
+	wantContains(t, "the refusal of Kubernetes "+older, stderr,
+		fmt.Sprintf("Kubernetes %s is older than every tandem-scheduler build (%s to %s)", older, oldest, newest), "image.tag")
+	objs := byKey(renderChart(t, "--kube-version", "v"+older+".7", "--set", "image.tag=v0.40.0-custom"))
 	d := object[appsv1.Deployment](t, objs, deploymentKey)
 	if got := d.Spec.Template.Spec.Containers[0].Image; got != "REGISTRY/tandem-scheduler:v0.40.0-custom" {
 		t.Errorf("with image.tag set the image is %s, want REGISTRY/tandem-scheduler:v0.40.0-custom", got)
@@ -251,4 +257,69 @@ func TestChartImagePerMinor(t *testing.T) {
 	if _, ok := d.Annotations["tandem.dev/kubernetes-minor"]; ok {
 		t.Errorf("with image.tag set the Deployment still names a minor it cannot know")
 	}
+}
+
+// The chart's notes name the image it chose, and warn when the cluster is
+// more than one minor newer than the newest build.
+func TestChartNotes(t *testing.T) {
+	versions := supportedVersions(t)
+	newest := minorOf(t, versions[len(versions)-1])
+	notes := func(kube string) string {
+		t.Helper()
+		return string(runTool(t, "render-chart", "--notes", "--kube-version", kube, repoPath(t, chartDir)))
+	}
+	for _, v := range versions {
+		got := notes(v)
+		wantContains(t, "the notes for Kubernetes "+v, got, "REGISTRY/tandem-scheduler:v0.40.0-k8s"+minorOf(t, v), "Kubernetes "+v)
+		if strings.Contains(got, "WARNING") {
+			t.Errorf("the notes for Kubernetes %s warn:\n%s", v, got)
+		}
+	}
+	next := "v" + nextMinor(t, newest) + ".0"
+	if got := notes(next); strings.Contains(got, "WARNING") {
+		t.Errorf("the notes for Kubernetes %s, within the skew policy of the %s build, warn:\n%s", next, newest, got)
+	}
+	beyond := "v" + nextMinor(t, nextMinor(t, newest)) + ".0"
+	wantContains(t, "the notes for Kubernetes "+beyond, notes(beyond), "WARNING", "outside kube-scheduler's version-skew", "tandem-scheduler build ("+newest+")")
+}
+
+// supportedVersions are the Kubernetes versions hack/lib/version.sh builds
+// tandem for (TANDEM_KUBE_VERSIONS), oldest first: the chart must have an
+// image for each.
+func supportedVersions(t *testing.T) []string {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", `source hack/lib/version.sh && echo "${TANDEM_KUBE_VERSIONS[@]}"`)
+	cmd.Dir = repoPath(t, ".")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("reading TANDEM_KUBE_VERSIONS from hack/lib/version.sh: %v", err)
+	}
+	versions := strings.Fields(string(out))
+	if len(versions) == 0 {
+		t.Fatal("hack/lib/version.sh lists no TANDEM_KUBE_VERSIONS")
+	}
+	return versions
+}
+
+// minorOf is "1.36" for "v1.36.3".
+func minorOf(t *testing.T, version string) string {
+	t.Helper()
+	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
+	if len(parts) < 2 {
+		t.Fatalf("cannot read the minor of %q", version)
+	}
+	return parts[0] + "." + parts[1]
+}
+
+// nextMinor is "1.37" for "1.36", prevMinor "1.35".
+func nextMinor(t *testing.T, minor string) string { return addMinor(t, minor, 1) }
+func prevMinor(t *testing.T, minor string) string { return addMinor(t, minor, -1) }
+
+func addMinor(t *testing.T, minor string, d int) string {
+	t.Helper()
+	var major, m int
+	if _, err := fmt.Sscanf(minor, "%d.%d", &major, &m); err != nil {
+		t.Fatalf("cannot read minor %q: %v", minor, err)
+	}
+	return fmt.Sprintf("%d.%d", major, m+d)
 }

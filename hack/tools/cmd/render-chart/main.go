@@ -5,7 +5,8 @@
 //	render-chart --namespace tandem-system [--values f.yaml] [--set a.b=c] CHART_DIR
 //
 // It prints the rendered objects, in Helm's install order, as one YAML
-// stream. NOTES.txt and hooks are not printed; tandem's chart has neither.
+// stream. Hooks are not printed (tandem's chart has none); NOTES.txt is
+// printed instead of the manifests with --notes.
 package main
 
 import (
@@ -33,12 +34,13 @@ func main() {
 	var valueFiles, sets stringList
 	flag.Var(&valueFiles, "values", "values file (repeatable)")
 	flag.Var(&sets, "set", "key=value (repeatable), as helm --set")
+	notes := flag.Bool("notes", false, "print the rendered NOTES.txt instead of the manifests")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: render-chart [flags] CHART_DIR")
 		os.Exit(2)
 	}
-	out, err := render(flag.Arg(0), *release, *namespace, *kubeVersion, valueFiles, sets)
+	out, err := render(flag.Arg(0), *release, *namespace, *kubeVersion, valueFiles, sets, *notes)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "render-chart:", err)
 		os.Exit(1)
@@ -46,7 +48,7 @@ func main() {
 	fmt.Print(out)
 }
 
-func render(dir, release, namespace, kubeVersion string, valueFiles, sets []string) (string, error) {
+func render(dir, release, namespace, kubeVersion string, valueFiles, sets []string, notes bool) (string, error) {
 	chrt, err := loader.Load(dir)
 	if err != nil {
 		return "", err
@@ -70,6 +72,10 @@ func render(dir, release, namespace, kubeVersion string, valueFiles, sets []stri
 		return "", err
 	}
 	caps.KubeVersion = *kv
+	// As helm install and helm template do before rendering.
+	if r := chrt.Metadata.KubeVersion; r != "" && !chartutil.IsCompatibleRange(r, kv.String()) {
+		return "", fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", r, kv.String())
+	}
 	opts := chartutil.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}
 	values, err := chartutil.ToRenderValues(chrt, vals, opts, caps)
 	if err != nil {
@@ -80,10 +86,16 @@ func render(dir, release, namespace, kubeVersion string, valueFiles, sets []stri
 	if err != nil {
 		return "", err
 	}
-	for name := range files {
+	for name, text := range files {
 		if strings.HasSuffix(name, "NOTES.txt") {
+			if notes {
+				return text, nil
+			}
 			delete(files, name)
 		}
+	}
+	if notes {
+		return "", fmt.Errorf("the chart has no NOTES.txt")
 	}
 	hooks, manifests, err := releaseutil.SortManifests(files, caps.APIVersions, releaseutil.InstallOrder)
 	if err != nil {
