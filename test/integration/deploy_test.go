@@ -129,7 +129,7 @@ func TestDeployRenderedManifests(t *testing.T) {
 			t.Errorf("%s was denied by the rendered RBAC:\n%s", r.name, grepLines(log, "forbidden"))
 		}
 	}
-	if strings.Contains(standby.log(t), acquiredLease) {
+	if acquired(standby.log(t)) {
 		t.Errorf("%s acquired the lease while %s held it", standby.name, leader.name)
 	}
 
@@ -177,8 +177,18 @@ func TestDeployRenderedManifests(t *testing.T) {
 	e.checkMonitoring(standby)
 }
 
-// acquiredLease is what kube-scheduler logs when it becomes the leader.
-const acquiredLease = `"Successfully acquired lease" lock="` + releaseNamespace + "/" + releaseName + `"`
+// acquiredLease are the lines kube-scheduler's leader election logs when it
+// wins tandem's lease: structured from client-go 0.35 on, printf-style in
+// 0.34 (the 1.34 build, make test-versions).
+var acquiredLease = []string{
+	`"Successfully acquired lease" lock="` + releaseNamespace + "/" + releaseName + `"`,
+	`successfully acquired lease ` + releaseNamespace + "/" + releaseName,
+}
+
+// acquired reports whether log says that its replica won tandem's lease.
+func acquired(log string) bool {
+	return slices.ContainsFunc(acquiredLease, func(line string) bool { return strings.Contains(log, line) })
+}
 
 // leaderOf waits until tandem's lease in the release namespace is held by
 // one of replicas other than previous (which may still hold it) and returns
@@ -191,7 +201,7 @@ func (e *env) leaderOf(replicas []*replica, previous *replica) (leader, other *r
 			return false, nil //nolint:nilerr // polled again until the lease exists
 		}
 		for _, r := range replicas {
-			if r != previous && strings.Contains(r.log(e.t), acquiredLease) {
+			if r != previous && acquired(r.log(e.t)) {
 				leader = r
 			}
 		}
