@@ -104,12 +104,21 @@ tandem::version::minor() {
 }
 
 # tandem::version::tags VERSION prints the Go build tags tandem is built with
-# against Kubernetes VERSION: tandem_k8s_1_34 for 1.34, whose scheduler
-# framework keeps the plugin interfaces elsewhere (pkg/fwk), none otherwise.
+# against Kubernetes VERSION, comma-separated, where an API tandem calls
+# differs from go.mod's minor (1.35): tandem_k8s_1_34 for 1.34, whose
+# framework keeps the plugin interfaces elsewhere; tandem_k8s_ge_1_36 from
+# 1.36 on and tandem_k8s_ge_1_37 from 1.37 on, cumulative like Go's release
+# tags. docs/versions.md lists what each file behind a tag bridges.
 tandem::version::tags() {
   case "${1}" in
     v1.34.*) echo tandem_k8s_1_34 ;;
-    *) echo "" ;;
+    v1.35.*) echo "" ;;
+    v1.36.*) echo tandem_k8s_ge_1_36 ;;
+    v1.37.*) echo tandem_k8s_ge_1_36,tandem_k8s_ge_1_37 ;;
+    *)
+      echo "hack/lib/version.sh: no build tags known for ${1}: add them to tandem::version::tags" >&2
+      return 1
+      ;;
   esac
 }
 

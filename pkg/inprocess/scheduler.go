@@ -92,7 +92,7 @@ func Start(ctx context.Context, cfg *rest.Config, configYAML string, opts ...Opt
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	informerFactory := scheduler.NewInformerFactory(client, 0)
+	informerFactory := newInformerFactory(client)
 	dynInformerFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, v1.NamespaceAll, nil)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	sched, err := scheduler.New(ctx, client, informerFactory, dynInformerFactory,

@@ -53,9 +53,8 @@ type fakeWaitingPod struct {
 	verdict chan string
 }
 
-func (w *fakeWaitingPod) GetPod() *v1.Pod          { return w.pod }
-func (w *fakeWaitingPod) Allow(string)             { w.verdict <- "allowed" }
-func (w *fakeWaitingPod) Reject(_, message string) { w.verdict <- "rejected: " + message }
+func (w *fakeWaitingPod) GetPod() *v1.Pod { return w.pod }
+func (w *fakeWaitingPod) Allow(string)    { w.verdict <- "allowed" }
 
 // GetWaitingPod returns the pod the test put at Permit.
 func (h *fakeHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
@@ -77,7 +76,6 @@ func (h *fakeHandle) wait(pod *v1.Pod) *fakeWaitingPod {
 
 func (h *fakeHandle) ClientSet() clientset.Interface                         { return h.client }
 func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
-func (h *fakeHandle) EventRecorder() events.EventRecorder                    { return h.recorder }
 func (h *fakeHandle) ProfileName() string {
 	if h.profile == "" {
 		return "test"

@@ -33,7 +33,7 @@ func Admit(node *v1.Node, pod *v1.Pod, admitted []*v1.Pod) Result {
 	}
 	noPluginResources := func(*schedulerframework.NodeInfo, *lifecycle.PodAdmitAttributes) error { return nil }
 	h := lifecycle.NewPredicateAdmitHandler(nodeGetter(node), lifecycle.NewAdmissionFailureHandlerStub(), noPluginResources)
-	return h.Admit(&lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: active})
+	return admit(h, &lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: active})
 }
 
 // IsTerminal reports whether the pod has finished: it holds no resources.
