@@ -38,6 +38,7 @@ const (
 	EnvPrepareJobTimeout   = "ACTIONS_RUNNER_PREPARE_JOB_TIMEOUT_SECONDS"
 	EnvClaimName           = "ACTIONS_RUNNER_CLAIM_NAME"
 	EnvHookRWO             = contract.HookRWOEnv
+	EnvRunnerImage         = "ACTIONS_RUNNER_IMAGE"
 
 	// WorkVolume is the runner's work volume; its generic ephemeral PVC is
 	// "<runner pod>-work".

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -154,12 +155,62 @@ func WorkflowPod(runner *v1.Pod, mode HookMode, hookTemplate string, job JobSpec
 	if mode.usesVolume() {
 		pod.Spec.Volumes = workClaim(runner)
 	} else {
-		pod.Spec.Volumes = []v1.Volume{{Name: WorkVolume, VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+		noVolume(runner, &pod.Spec)
 	}
 	if strings.TrimSpace(hookTemplate) == "" {
 		return pod, nil
 	}
 	return mergeTemplate(pod, hookTemplate)
+}
+
+// The hooks v0.8 (novolume) workflow pod's own volumes and where the job
+// container mounts them.
+const (
+	ExternalsVolume = "externals"
+	GitHubVolume    = "github"
+	FSInitContainer = "fs-init"
+)
+
+// noVolume gives spec what hooks v0.8 puts in place of the work claim: three
+// emptyDirs (externals, github, work), an init container fs-init of the
+// runner's image (ACTIONS_RUNNER_IMAGE, else the runner container's) with
+// no resources that fills them (its command is not modelled: the emulated
+// kubelet runs nothing), and fsGroup 1001. The workspace is copied in over
+// pods/exec once the pod runs. fs-init counts in the pod's request
+// only through a LimitRange default.
+func noVolume(runner *v1.Pod, spec *v1.PodSpec) {
+	image, ok := runnerEnv(runner, EnvRunnerImage)
+	if !ok || image == "" {
+		image = runnerContainerImage(runner)
+	}
+	mounts := []v1.VolumeMount{
+		{Name: ExternalsVolume, MountPath: "/__e"},
+		{Name: GitHubVolume, MountPath: "/github"},
+		{Name: WorkVolume, MountPath: "/__w"},
+	}
+	spec.InitContainers = []v1.Container{{
+		Name:         FSInitContainer,
+		Image:        image,
+		VolumeMounts: mounts,
+	}}
+	spec.Containers[0].VolumeMounts = mounts
+	spec.Volumes = nil
+	for _, name := range []string{ExternalsVolume, GitHubVolume, WorkVolume} {
+		spec.Volumes = append(spec.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+	}
+	spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr.To[int64](1001)}
+}
+
+// runnerContainerImage is the image of the runner pod's runner container
+// (the first container when none is named "runner").
+func runnerContainerImage(runner *v1.Pod) string {
+	image := ""
+	for i, c := range runner.Spec.Containers {
+		if i == 0 || c.Name == RunnerContainer {
+			image = c.Image
+		}
+	}
+	return image
 }
 
 // mergeTemplate applies the hook template the way the hook does, key by key

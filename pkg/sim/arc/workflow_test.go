@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // longRunner is a 63-character runner pod name, the longest ARC creates.
@@ -20,6 +21,20 @@ func boundRunner(name string, env ...v1.EnvVar) *v1.Pod {
 			NodeName:   "node-1",
 			Containers: []v1.Container{{Name: RunnerContainer, Env: env}},
 		},
+	}
+}
+
+// noVolumeSpec is the hooks v0.8 workflow pod's spec around job (ARC-CONTRACT.md, "The workflow pod of hooks v0.8.x").
+func noVolumeSpec(job v1.Container, runnerImage string) v1.PodSpec {
+	mounts := []v1.VolumeMount{{Name: "externals", MountPath: "/__e"}, {Name: "github", MountPath: "/github"}, {Name: "work", MountPath: "/__w"}}
+	job.VolumeMounts = mounts
+	emptyDir := v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}
+	return v1.PodSpec{
+		RestartPolicy:   v1.RestartPolicyNever,
+		InitContainers:  []v1.Container{{Name: "fs-init", Image: runnerImage, VolumeMounts: mounts}},
+		Containers:      []v1.Container{job},
+		Volumes:         []v1.Volume{{Name: "externals", VolumeSource: emptyDir}, {Name: "github", VolumeSource: emptyDir}, {Name: "work", VolumeSource: emptyDir}},
+		SecurityContext: &v1.PodSecurityContext{FSGroup: ptr.To[int64](1001)},
 	}
 }
 
@@ -90,15 +105,23 @@ func TestWorkflowPod(t *testing.T) {
 				Containers: []v1.Container{jobContainer}, Volumes: claimVolume("shared-claim"),
 			},
 		},
-		"novolume: not pinned, emptyDir": {
-			runner:   boundRunner("r"),
+		"novolume: not pinned; fs-init of ACTIONS_RUNNER_IMAGE fills three emptyDirs; fsGroup 1001": {
+			runner:   boundRunner("r", v1.EnvVar{Name: EnvRunnerImage, Value: "runner:2.330.0"}),
 			mode:     HookNoVolume,
 			job:      JobSpec{Image: "node:22"},
 			wantName: "r-workflow",
-			wantSpec: v1.PodSpec{
-				RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{jobContainer},
-				Volumes: []v1.Volume{{Name: WorkVolume, VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
-			},
+			wantSpec: noVolumeSpec(jobContainer, "runner:2.330.0"),
+		},
+		"novolume without ACTIONS_RUNNER_IMAGE: fs-init runs the runner container's image": {
+			runner: func() *v1.Pod {
+				r := boundRunner("r")
+				r.Spec.Containers[0].Image = "runner:2.329.0"
+				return r
+			}(),
+			mode:     HookNoVolume,
+			job:      JobSpec{Image: "node:22"},
+			wantName: "r-workflow",
+			wantSpec: noVolumeSpec(jobContainer, "runner:2.329.0"),
 		},
 		"next hook: preferred hostname affinity, the work claim, never nodeName": {
 			runner:   boundRunner("r"),
