@@ -31,6 +31,7 @@ type (
 	ReservePlugin       = upstream.ReservePlugin
 	ScoreExtensions     = upstream.ScoreExtensions
 	ScorePlugin         = upstream.ScorePlugin
+	SharedDRAManager    = upstream.SharedDRAManager
 	WaitingPod          = upstream.WaitingPod
 )
 

@@ -76,6 +76,11 @@ func (h *fakeHandle) wait(pod *v1.Pod) *fakeWaitingPod {
 
 func (h *fakeHandle) ClientSet() clientset.Interface                         { return h.client }
 func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
+
+// SharedDRAManager is nil: the fake has no DRA objects. From 1.36 the Fit
+// plugin that Pods mode runs asks for it (DRAExtendedResource is on).
+func (h *fakeHandle) SharedDRAManager() fwk.SharedDRAManager { return nil }
+
 func (h *fakeHandle) ProfileName() string {
 	if h.profile == "" {
 		return "test"
