@@ -167,7 +167,7 @@ manifests:
 	cd hack/tools && $(GO) run ./cmd/render-chart ../../manifests/charts/tandem-scheduler > ../../_output/manifests/tandem-scheduler.yaml
 	@echo "wrote _output/manifests/tandem-scheduler.yaml"
 
-## image: multi-arch (amd64, arm64) OCI images into _output/image (tandem-scheduler and tandem-webhook) and _output/image-pause, no Docker, for one Kubernetes minor: KUBE_MINOR=1.35|1.36|1.37 (default the newest), tagged <tandem version>-k8s<minor>
+## image: multi-arch (amd64, arm64) OCI images into _output/image (tandem-scheduler and tandem-webhook) and _output/image-pause, no Docker, for one Kubernetes minor: KUBE_MINOR=1.34|1.35|1.36|1.37 (default the newest), tagged <tandem version>-k8s<minor>
 KUBE_MINOR ?=
 .PHONY: image
 image:
