@@ -57,6 +57,21 @@ demo-picture: control-plane
 demo-autoscale: control-plane karpenter
 	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/autoscale.yaml --schedulers default,tandem,tandem-pods --out _output/demo-autoscale
 
+# A checkout of kubernetes/autoscaler (its root or its cluster-autoscaler/
+# directory); when it does not exist, hack/build-cluster-autoscaler.sh clones
+# the tag it names into it, which needs access to the code host.
+CA_SRC ?= _output/autoscaler-src
+
+## cluster-autoscaler: the real Cluster Autoscaler with only its KWOK cloud provider, built from the checkout CA_SRC into bin/cluster-autoscaler (cold: ~4 min); not in make test (the module proxy does not serve it)
+.PHONY: cluster-autoscaler
+cluster-autoscaler:
+	hack/build-cluster-autoscaler.sh $(CA_SRC)
+
+## demo-autoscale-ca: test/scenarios/autoscale.yaml with the real Cluster Autoscaler in place of Karpenter (CA_SRC: a kubernetes/autoscaler checkout): default, tandem, tandem-pods; _output/demo-autoscale-ca/report.json and report.svg (about 9 min)
+.PHONY: demo-autoscale-ca
+demo-autoscale-ca: control-plane cluster-autoscaler
+	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/autoscale.yaml --schedulers default,tandem,tandem-pods --autoscaler ClusterAutoscaler --out _output/demo-autoscale-ca
+
 CHAOS_JOBS ?= 500
 CHAOS_SEED ?= 1
 CHAOS_ARGS ?=

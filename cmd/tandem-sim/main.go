@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/clusterautoscaler"
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
 	"github.com/tandem-scheduler/tandem/pkg/karpenter"
 	"github.com/tandem-scheduler/tandem/pkg/sim"
@@ -33,9 +34,10 @@ func main() {
 	seed := flag.Int64("seed", 0, "job generator seed (0: the scenario's)")
 	out := flag.String("out", "_output/demo", "directory for report.json and report.svg")
 	timeout := flag.Duration("timeout", 30*time.Minute, "real-time limit per scheduler run")
+	autoscaler := flag.String("autoscaler", "", "in a scenario with autoscale: Karpenter or ClusterAutoscaler in place of the scenario's (ClusterAutoscaler needs bin/cluster-autoscaler, hack/build-cluster-autoscaler.sh)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *scenarioFile, *schedulers, *out, sim.Options{Seed: *seed, TimeScale: *timeScale, Timeout: *timeout, InTreeVolumeBinding: *inTreeVolumeBinding})
+	err := run(ctx, *scenarioFile, *schedulers, *out, *autoscaler, sim.Options{Seed: *seed, TimeScale: *timeScale, Timeout: *timeout, InTreeVolumeBinding: *inTreeVolumeBinding})
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tandem-sim:", err)
@@ -43,10 +45,19 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, file, schedulers, out string, opts sim.Options) error {
+func run(ctx context.Context, file, schedulers, out, autoscaler string, opts sim.Options) error {
 	sc, err := scenario.Load(file)
 	if err != nil {
 		return err
+	}
+	if autoscaler != "" {
+		if sc.Autoscale == nil {
+			return fmt.Errorf("--autoscaler %s: scenario %s has no autoscale section", autoscaler, file)
+		}
+		if autoscaler != scenario.Karpenter && autoscaler != scenario.ClusterAutoscaler {
+			return fmt.Errorf("--autoscaler %q: want %s or %s", autoscaler, scenario.Karpenter, scenario.ClusterAutoscaler)
+		}
+		sc.Autoscale.Autoscaler = autoscaler
 	}
 	var under []sim.Scheduler
 	for _, name := range strings.Split(schedulers, ",") {
@@ -71,8 +82,15 @@ func run(ctx context.Context, file, schedulers, out string, opts sim.Options) er
 		fmt.Printf("Running with scheduler %q ...\n", s)
 	}
 	if sc.Autoscale != nil {
-		opts.Kubeconfig, opts.KarpenterLogDir = cp.KubeconfigPath(), out+"/karpenter"
-		fmt.Printf("Autoscaling with Karpenter %s (KWOK provider); its logs in %s/<scheduler>/\n", karpenter.Version, opts.KarpenterLogDir)
+		name, version, dir := "Karpenter", karpenter.Version, "karpenter"
+		if sc.Autoscale.Kind() == scenario.ClusterAutoscaler {
+			name, version, dir = "Cluster Autoscaler", clusterautoscaler.Version(""), "cluster-autoscaler"
+			if _, err := clusterautoscaler.BinaryPath(""); err != nil {
+				return err
+			}
+		}
+		opts.Kubeconfig, opts.AutoscalerLogDir = cp.KubeconfigPath(), out+"/"+dir
+		fmt.Printf("Autoscaling with %s %s (KWOK provider); its logs in %s/<scheduler>/\n", name, version, opts.AutoscalerLogDir)
 	}
 	rep, err := sim.Compare(ctx, cp.RESTConfig(), sc, under, opts)
 	if err != nil {
@@ -80,7 +98,7 @@ func run(ctx context.Context, file, schedulers, out string, opts sim.Options) er
 	}
 	nodes := fmt.Sprintf("%d nodes", rep.Nodes)
 	if sc.Autoscale != nil {
-		nodes = fmt.Sprintf("%d static nodes + Karpenter's", rep.Nodes)
+		nodes = fmt.Sprintf("%d static nodes + %s's", rep.Nodes, sc.Autoscale.Kind())
 	}
 	fmt.Printf("\nSeed %d, time scale %gx, %s; times in simulated seconds.\n\n", rep.Seed, rep.TimeScale, nodes)
 	report.PrintTable(os.Stdout, rep)

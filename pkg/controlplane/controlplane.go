@@ -417,6 +417,21 @@ func ResolveBinDir(dir string) (string, error) {
 	return filepath.Join(root, "bin"), nil
 }
 
+// BinaryIn returns the path of the executable name in binDir (resolved as by
+// ResolveBinDir), or an error that says how to build it (build, e.g. "run
+// make karpenter").
+func BinaryIn(binDir, name, build string) (string, error) {
+	dir, err := ResolveBinDir(binDir)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("%s not found in %s (%s, or set %s): %w", name, dir, build, BinDirEnv, err)
+	}
+	return path, nil
+}
+
 // ModuleRoot returns the nearest directory from the working directory up that
 // holds a go.mod.
 func ModuleRoot() (string, error) {

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -72,15 +71,7 @@ type Karpenter struct {
 // BinaryPath returns the path of karpenter-kwok in binDir (resolved as in
 // Options.BinDir), or an error that says how to build it.
 func BinaryPath(binDir string) (string, error) {
-	dir, err := controlplane.ResolveBinDir(binDir)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, Name)
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("%s not found in %s (run make karpenter, or set %s): %w", Name, dir, controlplane.BinDirEnv, err)
-	}
-	return path, nil
+	return controlplane.BinaryIn(binDir, Name, "run make karpenter")
 }
 
 // Start installs Karpenter's CRDs into the cluster cfg reaches and waits until

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/clusterautoscaler"
 	"github.com/tandem-scheduler/tandem/pkg/karpenter"
 	"github.com/tandem-scheduler/tandem/pkg/sim/clock"
 	"github.com/tandem-scheduler/tandem/pkg/sim/report"
@@ -31,10 +32,12 @@ import (
 // named sim-<5>.
 const NodePoolName = "sim"
 
-// autoscaler is a run's Karpenter (scenario.Autoscale) and the nodes it
-// launched. The kubelet emulator adopts those nodes; the autoscaler tells
-// the environment, the invariant checker and the ARC emulator's hook about
-// them as they come and go, and records their lifetimes in simulated time.
+// autoscaler is a run's Karpenter or Cluster Autoscaler (scenario.Autoscale)
+// and the nodes it launched. The kubelet emulator adopts those nodes; the
+// autoscaler tells the environment, the invariant checker and the ARC
+// emulator's hook about them as they come and go, and records their
+// lifetimes in simulated time, from their registration (the boot excluded,
+// for either autoscaler) to their deletion.
 type autoscaler struct {
 	spec   *scenario.Autoscale
 	client kubernetes.Interface
@@ -45,11 +48,21 @@ type autoscaler struct {
 	onAdd    func(name string, allocatable v1.ResourceList)
 	onRemove func(name string)
 	karp     *karpenter.Karpenter
+	ca       *clusterautoscaler.ClusterAutoscaler
 	started  time.Time
 	logger   klog.Logger
+	// ctx bounds the registrations of Cluster Autoscaler's nodes.
+	ctx context.Context
 
 	mu    sync.Mutex
 	nodes map[string]*launched
+	// booting holds Cluster Autoscaler's nodes not registered yet.
+	booting map[string]*time.Timer
+}
+
+// clusterAutoscaler reports whether the run's autoscaler is Cluster Autoscaler.
+func (a *autoscaler) clusterAutoscaler() bool {
+	return a.spec.Kind() == scenario.ClusterAutoscaler
 }
 
 // launched is a node Karpenter launched in the run.
@@ -69,7 +82,7 @@ func newAutoscaler(ctx context.Context, spec *scenario.Autoscale, client kuberne
 		return nil, err
 	}
 	a := &autoscaler{spec: spec, client: client, dyn: dyn, clock: clk, env: env, started: time.Now(),
-		logger: klog.FromContext(ctx), nodes: map[string]*launched{}}
+		logger: klog.FromContext(ctx), ctx: ctx, nodes: map[string]*launched{}, booting: map[string]*time.Timer{}}
 	_, err = factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { a.onNode(obj) },
 		DeleteFunc: func(obj any) {
@@ -82,12 +95,18 @@ func newAutoscaler(ctx context.Context, spec *scenario.Autoscale, client kuberne
 	return a, err
 }
 
-// ours reports whether node is one the run's Karpenter launched: a KWOK
-// node of the run's NodePool created after the run started (a node left
-// Terminating by an earlier run is not).
+// ours reports whether node is one the run's autoscaler launched: a KWOK
+// node of the run's NodePool, or of Cluster Autoscaler's KWOK provider,
+// created after the run started (a node left Terminating by an earlier run
+// is not).
 func (a *autoscaler) ours(node *v1.Node) bool {
-	return karpenter.IsKarpenterNode(node) && node.Labels[karpenter.NodePoolLabel] == NodePoolName &&
-		!node.CreationTimestamp.Time.Before(a.started.Truncate(time.Second))
+	if node.CreationTimestamp.Time.Before(a.started.Truncate(time.Second)) {
+		return false
+	}
+	if a.clusterAutoscaler() {
+		return clusterautoscaler.IsClusterAutoscalerNode(node)
+	}
+	return karpenter.IsKarpenterNode(node) && node.Labels[karpenter.NodePoolLabel] == NodePoolName
 }
 
 func (a *autoscaler) onNode(obj any) {
@@ -95,20 +114,29 @@ func (a *autoscaler) onNode(obj any) {
 	if !ok || !a.ours(node) {
 		return
 	}
+	if a.clusterAutoscaler() && !clusterautoscaler.Registered(node) {
+		a.boot(node)
+		return
+	}
 	a.mu.Lock()
+	delete(a.booting, node.Name)
 	if _, known := a.nodes[node.Name]; known {
 		a.mu.Unlock()
 		return
 	}
+	size := node.Labels[karpenter.InstanceCPULabel]
+	if a.clusterAutoscaler() {
+		size = node.Status.Capacity.Cpu().String()
+	}
 	l := &launched{
-		uid: node.UID, hostname: node.Labels[v1.LabelHostname], size: node.Labels[karpenter.InstanceCPULabel],
+		uid: node.UID, hostname: node.Labels[v1.LabelHostname], size: size,
 		allocatable: node.Status.Allocatable, created: a.clock.Now(), capacityMilliCPU: node.Status.Capacity.Cpu().MilliValue(),
 	}
 	a.nodes[node.Name] = l
 	a.mu.Unlock()
 	a.env.addExternal(node.Name, node.Status.Allocatable)
 	a.onAdd(node.Name, node.Status.Allocatable)
-	a.logger.V(2).Info("Karpenter launched a node", "node", node.Name, "hostname", l.hostname, "cpus", l.size, "t", l.created)
+	a.logger.V(2).Info("The autoscaler launched a node", "autoscaler", a.spec.Kind(), "node", node.Name, "hostname", l.hostname, "cpus", l.size, "t", l.created)
 }
 
 func (a *autoscaler) onNodeGone(obj any) {
@@ -117,6 +145,10 @@ func (a *autoscaler) onNodeGone(obj any) {
 		return
 	}
 	a.mu.Lock()
+	if t, ok := a.booting[node.Name]; ok {
+		t.Stop()
+		delete(a.booting, node.Name)
+	}
 	l, known := a.nodes[node.Name]
 	if known && !l.deleted {
 		l.deleted, l.gone = true, a.clock.Now()
@@ -127,7 +159,7 @@ func (a *autoscaler) onNodeGone(obj any) {
 	}
 	a.env.removeExternal(node.Name)
 	a.onRemove(node.Name)
-	a.logger.V(2).Info("Karpenter removed a node", "node", node.Name, "t", l.gone)
+	a.logger.V(2).Info("The autoscaler removed a node", "autoscaler", a.spec.Kind(), "node", node.Name, "t", l.gone)
 }
 
 // hostname returns a launched node's hostname label ("" for other nodes).
@@ -140,14 +172,17 @@ func (a *autoscaler) hostname(node string) string {
 	return ""
 }
 
-// start installs Karpenter's CRDs, applies the NodePool and starts the
-// process, its log in dir.
+// start starts the autoscaler, its log in dir: Karpenter (its CRDs, the
+// NodePool) or Cluster Autoscaler (startClusterAutoscaler).
 func (a *autoscaler) start(ctx context.Context, cfg *rest.Config, kubeconfig, dir string) error {
 	if kubeconfig == "" {
-		return fmt.Errorf("scenario with autoscale: Options.Kubeconfig is required to run Karpenter")
+		return fmt.Errorf("scenario with autoscale: Options.Kubeconfig is required to run %s", a.spec.Kind())
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if a.clusterAutoscaler() {
+		return a.startClusterAutoscaler(ctx, kubeconfig, dir)
 	}
 	_ = os.Remove(filepath.Join(dir, karpenter.Name+".log"))
 	inReal := func(d time.Duration) time.Duration { return a.clock.Real(d).Round(time.Second) }
@@ -186,11 +221,11 @@ func (a *autoscaler) awaitScaleDown(ctx context.Context) bool {
 	return err == nil
 }
 
-// live counts the launched nodes not yet deleted.
+// live counts the launched nodes not yet deleted, booting ones included.
 func (a *autoscaler) live() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	n := 0
+	n := len(a.booting)
 	for _, l := range a.nodes {
 		if !l.deleted {
 			n++
@@ -203,6 +238,9 @@ func (a *autoscaler) live() int {
 // nodes), waits for them, stops Karpenter, and strips the finalizers of
 // whatever is still there so that no later run inherits it.
 func (a *autoscaler) stop(ctx context.Context) error {
+	if a.clusterAutoscaler() {
+		return a.stopClusterAutoscaler(ctx)
+	}
 	if a.karp == nil {
 		return nil
 	}
@@ -240,7 +278,7 @@ func (a *autoscaler) stop(ctx context.Context) error {
 func (a *autoscaler) summary(end time.Duration, static map[string]int64, scaledDown bool) (*report.Autoscale, map[string]report.Lifetime) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := &report.Autoscale{BySize: map[string]int{}, ScaledDown: scaledDown}
+	s := &report.Autoscale{Autoscaler: a.spec.Kind(), BySize: map[string]int{}, ScaledDown: scaledDown}
 	lifetimes := map[string]report.Lifetime{}
 	add := func(from, to time.Duration, milliCPU int64) {
 		if to > from {

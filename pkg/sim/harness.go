@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/pkg/clusterautoscaler"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/karpenter"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
@@ -60,7 +61,7 @@ type Harness struct {
 	// webhook is tandem-webhook, served for TandemPods with a scale set
 	// pinned by nodeName, else nil.
 	webhook *webhook.Local
-	// auto is the run's Karpenter (scenario autoscale), else nil;
+	// auto is the run's autoscaler (scenario autoscale), else nil;
 	// scaledDown and scaleEnd are what ScaleDown saw.
 	auto       *autoscaler
 	scaledDown bool
@@ -159,8 +160,11 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 		volumes.TopologyKey = v1.LabelTopologyZone
 	}
 	if sc.Autoscale != nil {
-		// The kubelet of every node Karpenter launches.
-		h.Kubelet.AdoptNodes(karpenter.IsKarpenterNode, 0)
+		// The kubelet of every node the autoscaler launches (Cluster
+		// Autoscaler's once they have booted: autoscale_ca.go).
+		h.Kubelet.AdoptNodes(func(n *v1.Node) bool {
+			return karpenter.IsKarpenterNode(n) || (clusterautoscaler.IsClusterAutoscalerNode(n) && clusterautoscaler.Registered(n))
+		}, 0)
 		if h.auto, err = newAutoscaler(ctx, sc.Autoscale, client, cfg, h.Clock, h.env, h.Factory); err != nil {
 			h.Close()
 			return nil, err
@@ -188,9 +192,9 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	h.Emulator.SetEphemeralRunners(dyn)
 	if h.auto != nil {
 		h.Emulator.SetHostnames(h.auto.hostname)
-		dir := opts.KarpenterLogDir
+		dir := opts.AutoscalerLogDir
 		if dir == "" {
-			if dir, err = os.MkdirTemp("", "tandem-sim-karpenter-"); err != nil {
+			if dir, err = os.MkdirTemp("", "tandem-sim-autoscaler-"); err != nil {
 				h.Close()
 				return nil, err
 			}
@@ -218,9 +222,9 @@ func pinsWithNodeName(sets []*arc.ScaleSet) bool {
 	return false
 }
 
-// ScaleDown waits, in a run with autoscaling, for Karpenter to remove the
-// nodes it launched (the lull after the last job), then removes what is
-// left and stops Karpenter, so that the probe (Report) sees only the
+// ScaleDown waits, in a run with autoscaling, for the autoscaler to remove
+// the nodes it launched (the lull after the last job), then removes what is
+// left and stops the autoscaler, so that the probe (Report) sees only the
 // scenario's nodes and no later run inherits a node. Without autoscaling
 // it does nothing.
 func (h *Harness) ScaleDown(ctx context.Context) error {
@@ -230,7 +234,7 @@ func (h *Harness) ScaleDown(ctx context.Context) error {
 	h.scaledDown = h.auto.awaitScaleDown(ctx)
 	h.scaleEnd = h.Clock.Now()
 	if !h.scaledDown {
-		h.logger.Info("Karpenter did not remove every node it launched in time", "left", h.auto.live())
+		h.logger.Info("The autoscaler did not remove every node it launched in time", "autoscaler", h.auto.spec.Kind(), "left", h.auto.live())
 	}
 	return h.auto.stop(ctx)
 }
@@ -241,7 +245,7 @@ func (h *Harness) Close() {
 	if h.auto != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		if err := h.auto.stop(ctx); err != nil {
-			h.logger.Error(err, "Stopping karpenter")
+			h.logger.Error(err, "Stopping the autoscaler", "autoscaler", h.auto.spec.Kind())
 		}
 		cancel()
 	}

@@ -27,17 +27,17 @@ type Options struct {
 	TimeScale float64
 	// Timeout bounds the run in real time (default 15m).
 	Timeout time.Duration
-	// Kubeconfig is the control plane's kubeconfig file: Karpenter, a
+	// Kubeconfig is the control plane's kubeconfig file: the autoscaler, a
 	// process of its own, needs it in a scenario with autoscale.
 	Kubeconfig string
 	// InTreeVolumeBinding runs the scheduler's in-tree VolumeBinding, which
 	// polls for the provisioner once per real second (timeScale simulated
 	// seconds per runner start), instead of storage.VolumeBindingName.
 	InTreeVolumeBinding bool
-	// KarpenterLogDir receives Karpenter's log of each run, in a directory
-	// named after the scheduler under test (default: a new temporary
-	// directory).
-	KarpenterLogDir string
+	// AutoscalerLogDir receives the autoscaler's log of each run, in a
+	// directory named after the scheduler under test (default: a new
+	// temporary directory).
+	AutoscalerLogDir string
 }
 
 // Run runs the scenario once with the scheduler s, in-process, on the

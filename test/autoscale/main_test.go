@@ -13,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/tandem-scheduler/tandem/pkg/clusterautoscaler"
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
 	"github.com/tandem-scheduler/tandem/pkg/karpenter"
 	"github.com/tandem-scheduler/tandem/pkg/sim/kubelet"
@@ -65,7 +67,9 @@ func run(m *testing.M) int {
 	}
 
 	kubelets = kubelet.New(client)
-	kubelets.AdoptNodes(karpenter.IsKarpenterNode, time.Second)
+	kubelets.AdoptNodes(func(n *v1.Node) bool {
+		return karpenter.IsKarpenterNode(n) || (clusterautoscaler.IsClusterAutoscalerNode(n) && clusterautoscaler.Registered(n))
+	}, time.Second)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	if err := kubelets.Start(ctx, factory); err != nil {
 		fmt.Fprintln(os.Stderr, err)

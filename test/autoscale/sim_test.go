@@ -42,7 +42,7 @@ func TestSimulatorAutoscale(t *testing.T) {
 	}()
 	logDir := filepath.Join(t.TempDir(), "karpenter")
 	rep, err := sim.Compare(t.Context(), cp.RESTConfig(), sc, sim.Schedulers(sim.TandemPods, sim.Default),
-		sim.Options{Kubeconfig: cp.KubeconfigPath(), KarpenterLogDir: logDir, Timeout: 5 * time.Minute})
+		sim.Options{Kubeconfig: cp.KubeconfigPath(), AutoscalerLogDir: logDir, Timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatalf("simulator (Karpenter's logs in %s): %v", logDir, err)
 	}

@@ -67,7 +67,7 @@ type Run struct {
 	// Zero for a scheduler that reserves nothing.
 	ReservedUnusedCPUSeconds     float64 `json:"reservedUnusedCpuSeconds"`
 	StepHeadroomUnusedCPUSeconds float64 `json:"stepHeadroomUnusedCpuSeconds"`
-	// Autoscale is set for a run with Karpenter (scenario autoscale).
+	// Autoscale is set for a run with an autoscaler (scenario autoscale).
 	Autoscale *Autoscale `json:"autoscale,omitempty"`
 	// Timeline is per-node used and reserved cpu, for the picture.
 	Timeline []NodeTimeline `json:"-"`
@@ -144,10 +144,12 @@ type NodeTimeline struct {
 	Lifetime *Lifetime
 }
 
-// Autoscale sums up the nodes of a run with Karpenter. Times are simulated
+// Autoscale sums up the nodes of a run with an autoscaler. Times are simulated
 // seconds from the run's start.
 type Autoscale struct {
-	// Launched counts the nodes Karpenter launched, BySize by instance cpu.
+	// Autoscaler is Karpenter or ClusterAutoscaler.
+	Autoscaler string `json:"autoscaler"`
+	// Launched counts the nodes it launched, BySize by instance cpu.
 	Launched int            `json:"nodesLaunched"`
 	BySize   map[string]int `json:"launchedBySize"`
 	// Left counts the launched nodes still there when the run stopped

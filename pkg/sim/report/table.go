@@ -42,7 +42,7 @@ func PrintTable(w io.Writer, r *Report) {
 	PrintAutoscale(w, r)
 }
 
-// PrintAutoscale writes, for runs with Karpenter, what the autoscaling
+// PrintAutoscale writes, for runs with an autoscaler, what the autoscaling
 // cost and gave: failures, start latency, nodes launched (by instance cpu),
 // node-seconds and jobs per hour side by side. Nothing without autoscaling.
 func PrintAutoscale(w io.Writer, r *Report) {

@@ -8,15 +8,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Autoscale is the Karpenter NodePool of a scenario (pkg/karpenter): the
-// KWOK instance types it may launch, their boot time, when empty or
-// underused nodes go, and a cap. Durations are simulated time, like the
-// rest of the scenario; the run gives Karpenter the real-time equivalents
-// (whole seconds). Karpenter's own loops (its disruption controller polls
-// every 10 s and validates a consolidation for 15 s more) run in real
-// time: a scale-down takes at least ~25 s real, i.e. 25 x timeScale
-// simulated seconds.
+// Autoscale is the autoscaler of a scenario: the real Karpenter
+// (pkg/karpenter, a NodePool) or the real Cluster Autoscaler
+// (pkg/clusterautoscaler, one node group per instance size), both with their
+// KWOK cloud providers: the instance types they may launch, their boot time,
+// when empty or underused nodes go, and a cap. Durations are simulated time,
+// like the rest of the scenario; the run gives the autoscaler the real-time
+// equivalents. Karpenter's own loops (its disruption controller polls every
+// 10 s and validates a consolidation for 15 s more) run in real time: a
+// scale-down takes at least ~25 s real, i.e. 25 x timeScale simulated
+// seconds. Cluster Autoscaler's loop runs every scan interval (simulated,
+// compressed like the rest).
 type Autoscale struct {
+	// Autoscaler is Karpenter (default) or ClusterAutoscaler.
+	Autoscaler string `json:"autoscaler,omitempty"`
 	// InstanceCPUs are the instance sizes allowed (default 4, 8, 16);
 	// KWOK's allocatable is the size less 100m cpu.
 	InstanceCPUs []int `json:"instanceCPUs,omitempty"`
@@ -29,13 +34,74 @@ type Autoscale struct {
 	// ConsolidationPolicy is WhenEmpty (default) or WhenEmptyOrUnderutilized.
 	ConsolidationPolicy string `json:"consolidationPolicy,omitempty"`
 	// ConsolidateAfter is how long a node must be empty (or underused)
-	// before Karpenter removes it; default 60s.
+	// before Karpenter removes it, and Cluster Autoscaler's
+	// --scale-down-unneeded-time; default 60s.
 	ConsolidateAfter metav1.Duration `json:"consolidateAfter,omitempty"`
 	// CPULimit caps the cpu of all launched nodes; 0 means no limit.
 	CPULimit int `json:"cpuLimit,omitempty"`
-	// ScaleDownTimeout bounds the wait, after the last job, for Karpenter to
-	// remove every node it launched; default 15m.
+	// ScaleDownTimeout bounds the wait, after the last job, for the
+	// autoscaler to remove every node it launched; default 15m.
 	ScaleDownTimeout metav1.Duration `json:"scaleDownTimeout,omitempty"`
+	// ClusterAutoscaler holds the flags of a run with Cluster Autoscaler
+	// that have no Karpenter counterpart above.
+	ClusterAutoscaler *ClusterAutoscalerFlags `json:"clusterAutoscaler,omitempty"`
+}
+
+// The autoscalers a scenario can run.
+const (
+	Karpenter         = "Karpenter"
+	ClusterAutoscaler = "ClusterAutoscaler"
+)
+
+// ClusterAutoscalerFlags are Cluster Autoscaler's flags in a scenario;
+// durations are simulated. docs/autoscaling.md says why each is set.
+type ClusterAutoscalerFlags struct {
+	// Expander is --expander; default least-waste.
+	Expander string `json:"expander,omitempty"`
+	// ScanInterval is --scan-interval; default 10s.
+	ScanInterval metav1.Duration `json:"scanInterval,omitempty"`
+	// ScaleDownDelayAfterAdd is --scale-down-delay-after-add; default 10m,
+	// Cluster Autoscaler's.
+	ScaleDownDelayAfterAdd metav1.Duration `json:"scaleDownDelayAfterAdd,omitempty"`
+	// ScaleDownUtilizationThreshold is --scale-down-utilization-threshold;
+	// default 0.5.
+	ScaleDownUtilizationThreshold float64 `json:"scaleDownUtilizationThreshold,omitempty"`
+	// SchedulerNames restricts scale-up to pending pods of these schedulers
+	// (--allowed-scheduler-names); empty: every scheduler's.
+	SchedulerNames []string `json:"schedulerNames,omitempty"`
+	// ExtraFlags are passed as they are (for instance
+	// --skip-nodes-with-custom-controller-pods=false); durations in them
+	// are not scaled.
+	ExtraFlags []string `json:"extraFlags,omitempty"`
+}
+
+// The defaults of ClusterAutoscalerFlags (Cluster Autoscaler's own).
+var (
+	DefaultScanInterval           = 10 * time.Second
+	DefaultScaleDownDelayAfterAdd = 10 * time.Minute
+	DefaultExpander               = "least-waste"
+)
+
+// Kind is the autoscaler, defaulted.
+func (a *Autoscale) Kind() string {
+	if a.Autoscaler == "" {
+		return Karpenter
+	}
+	return a.Autoscaler
+}
+
+// CAFlags is ClusterAutoscaler, defaulted.
+func (a *Autoscale) CAFlags() ClusterAutoscalerFlags {
+	var f ClusterAutoscalerFlags
+	if a.ClusterAutoscaler != nil {
+		f = *a.ClusterAutoscaler
+	}
+	if f.Expander == "" {
+		f.Expander = DefaultExpander
+	}
+	f.ScanInterval.Duration = orDefault(f.ScanInterval, DefaultScanInterval)
+	f.ScaleDownDelayAfterAdd.Duration = orDefault(f.ScaleDownDelayAfterAdd, DefaultScaleDownDelayAfterAdd)
+	return f
 }
 
 // The defaults of Autoscale.
@@ -52,6 +118,12 @@ func (a *Autoscale) validate() []error {
 		if n <= 0 {
 			errs = append(errs, fmt.Errorf("autoscale: instanceCPUs %v: want positive sizes", a.InstanceCPUs))
 			break
+		}
+	}
+	errs = append(errs, oneOf("autoscale: autoscaler", a.Autoscaler, Karpenter, ClusterAutoscaler)...)
+	if f := a.ClusterAutoscaler; f != nil {
+		if f.ScanInterval.Duration < 0 || f.ScaleDownDelayAfterAdd.Duration < 0 || f.ScaleDownUtilizationThreshold < 0 || f.ScaleDownUtilizationThreshold > 1 {
+			errs = append(errs, errors.New("autoscale: clusterAutoscaler: scanInterval and scaleDownDelayAfterAdd must not be negative, scaleDownUtilizationThreshold within [0, 1]"))
 		}
 	}
 	errs = append(errs, oneOf("autoscale: instanceFamily", a.InstanceFamily, "c", "m", "s")...)

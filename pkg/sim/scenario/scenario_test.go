@@ -133,6 +133,12 @@ jobs: {list: [{at: 0s, duration: 10s}]}
 		"autoscale: a size of 0": {
 			from: "name: x", to: "name: x\nautoscale: {instanceCPUs: [4, 0]}", wantErr: "want positive sizes",
 		},
+		"autoscale: unknown autoscaler": {
+			from: "name: x", to: "name: x\nautoscale: {autoscaler: Descheduler}", wantErr: `autoscaler "Descheduler"`,
+		},
+		"autoscale: Cluster Autoscaler threshold above 1": {
+			from: "name: x", to: "name: x\nautoscale: {autoscaler: ClusterAutoscaler, clusterAutoscaler: {scaleDownUtilizationThreshold: 1.5}}", wantErr: "within [0, 1]",
+		},
 		"autoscale: negative delay": {
 			from: "name: x", to: "name: x\nautoscale: {registrationDelay: -1s}", wantErr: "must not be negative",
 		},
