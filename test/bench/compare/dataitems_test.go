@@ -41,6 +41,8 @@ func TestReadResultsRecorded(t *testing.T) {
 		},
 		ThroughputRatio: 0.809, P99LatencyRatio: 0.938, AlgorithmP99Ratio: 1.686, SLIP99Ratio: 1.996,
 		Repetitions: 1, MaxLoad1: 13.27,
+		// One repetition makes no interval.
+		ThroughputVerdict: NotEstablished, P99LatencyVerdict: NotEstablished, Verdict: NotEstablished,
 	}, {
 		Name:  saturation.ID(),
 		Nodes: 500,
@@ -54,6 +56,7 @@ func TestReadResultsRecorded(t *testing.T) {
 		},
 		ThroughputRatio: 0.719, P99LatencyRatio: 1.864, AlgorithmP99Ratio: 2.197, SLIP99Ratio: 2.842,
 		Repetitions: 1, MaxLoad1: 11.66,
+		ThroughputVerdict: NotEstablished, P99LatencyVerdict: NotEstablished, Verdict: NotEstablished,
 	}}
 	if diff := cmp.Diff(want, got.Workloads, cmpopts.IgnoreFields(WorkloadReport{}, "Runs")); diff != "" {
 		t.Errorf("report (-want,+got):\n%s", diff)

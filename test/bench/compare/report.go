@@ -35,7 +35,10 @@ type Report struct {
 // WorkloadReport compares one workload's two sides. Side values are
 // medians over the repetitions; a ratio is tandem / vanilla, the median of
 // the per-repetition ratios (the two sides of a repetition ran back to
-// back); a spread is (max - min) / median of those per-repetition ratios.
+// back); a spread is (max - min) / median of those per-repetition ratios;
+// an interval is the 90% bootstrap interval of that median (bootstrapMedian,
+// at least 3 repetitions), and the verdicts judge the intervals against
+// ThroughputTarget and P99LatencyTarget.
 type WorkloadReport struct {
 	Name    string `json:"name"`
 	Nodes   int    `json:"nodes"`
@@ -50,6 +53,18 @@ type WorkloadReport struct {
 	Spread float64 `json:"spread"`
 
 	P99LatencyRatioSpread float64 `json:"p99LatencyRatioSpread"`
+
+	// ThroughputInterval and P99LatencyInterval are nil with fewer than
+	// 3 repetitions.
+	ThroughputInterval *Interval `json:"throughputRatioInterval,omitempty"`
+	P99LatencyInterval *Interval `json:"p99LatencyRatioInterval,omitempty"`
+	// ThroughputVerdict and P99LatencyVerdict are Met, NotMet or
+	// NotEstablished; Verdict combines them: NotMet if either is, Met if
+	// both are.
+	ThroughputVerdict string `json:"throughputVerdict"`
+	P99LatencyVerdict string `json:"p99LatencyVerdict"`
+	Verdict           string `json:"verdict"`
+
 	AlgorithmP99Ratio     float64 `json:"algorithmP99Ratio"`
 	AlgorithmP99Spread    float64 `json:"algorithmP99RatioSpread"`
 	SLIP99Ratio           float64 `json:"sliP99Ratio"`
@@ -136,9 +151,32 @@ func Aggregate(workloads []Workload, results []Result, date time.Time, cpus int)
 		wr.P99LatencyRatio, wr.P99LatencyRatioSpread = round(median(p99)), round(spread(p99))
 		wr.AlgorithmP99Ratio, wr.AlgorithmP99Spread = round(median(algorithm)), round(spread(algorithm))
 		wr.SLIP99Ratio = round(median(sli))
+		wr.judge(throughput, p99)
 		r.Workloads = append(r.Workloads, wr)
 	}
 	return r
+}
+
+// judge sets the intervals and verdicts from the per-repetition ratios.
+func (wr *WorkloadReport) judge(throughput, p99 []float64) {
+	t, tok := bootstrapMedian(throughput)
+	l, lok := bootstrapMedian(p99)
+	if tok {
+		wr.ThroughputInterval = &t
+	}
+	if lok {
+		wr.P99LatencyInterval = &l
+	}
+	wr.ThroughputVerdict = verdictAtLeast(t, tok, ThroughputTarget)
+	wr.P99LatencyVerdict = verdictAtMost(l, lok, P99LatencyTarget)
+	switch {
+	case wr.ThroughputVerdict == NotMet || wr.P99LatencyVerdict == NotMet:
+		wr.Verdict = NotMet
+	case wr.ThroughputVerdict == Met && wr.P99LatencyVerdict == Met:
+		wr.Verdict = Met
+	default:
+		wr.Verdict = NotEstablished
+	}
 }
 
 func ratio(a, b float64) (float64, bool) {
@@ -205,11 +243,13 @@ func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 // latency with their ratios, then the algorithm and SLI latencies.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "workload\treps\tvanilla pods/s\ttandem pods/s\tthroughput ratio\tspread\tvanilla p50/p99 ms\ttandem p50/p99 ms\tp99 ratio\tspread\tmax load\t\n")
+	fmt.Fprintf(tw, "workload\treps\tvanilla pods/s\ttandem pods/s\tthroughput ratio\t90%% interval\tspread\tvanilla p50/p99 ms\ttandem p50/p99 ms\tp99 ratio\t90%% interval\tspread\tverdict (>= %.2f, <= %.2f)\tmax load\t\n",
+		ThroughputTarget, P99LatencyTarget)
 	for _, wr := range r.Workloads {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.3f\t%.2f\t%s\t%s\t%.3f\t%.2f\t%.1f\t\n", wr.Name, wr.Repetitions,
-			wr.Vanilla.Throughput, wr.Tandem.Throughput, wr.ThroughputRatio, wr.Spread,
-			pair(wr.Vanilla.P50, wr.Vanilla.P99), pair(wr.Tandem.P50, wr.Tandem.P99), wr.P99LatencyRatio, wr.P99LatencyRatioSpread, wr.MaxLoad1)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.3f\t%s\t%.2f\t%s\t%s\t%.3f\t%s\t%.2f\t%s\t%.1f\t\n", wr.Name, wr.Repetitions,
+			wr.Vanilla.Throughput, wr.Tandem.Throughput, wr.ThroughputRatio, wr.ThroughputInterval, wr.Spread,
+			pair(wr.Vanilla.P50, wr.Vanilla.P99), pair(wr.Tandem.P50, wr.Tandem.P99), wr.P99LatencyRatio, wr.P99LatencyInterval,
+			wr.P99LatencyRatioSpread, wr.Verdict, wr.MaxLoad1)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
