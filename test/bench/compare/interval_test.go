@@ -30,7 +30,7 @@ func TestBootstrapMedian(t *testing.T) {
 
 func TestVerdicts(t *testing.T) {
 	tests := map[string]struct {
-		throughput, p99                 []float64
+		throughput, p99                  []float64
 		wantThroughput, wantP99, wantAll string
 	}{
 		"both met": {

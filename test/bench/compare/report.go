@@ -65,9 +65,9 @@ type WorkloadReport struct {
 	P99LatencyVerdict string `json:"p99LatencyVerdict"`
 	Verdict           string `json:"verdict"`
 
-	AlgorithmP99Ratio     float64 `json:"algorithmP99Ratio"`
-	AlgorithmP99Spread    float64 `json:"algorithmP99RatioSpread"`
-	SLIP99Ratio           float64 `json:"sliP99Ratio"`
+	AlgorithmP99Ratio  float64 `json:"algorithmP99Ratio"`
+	AlgorithmP99Spread float64 `json:"algorithmP99RatioSpread"`
+	SLIP99Ratio        float64 `json:"sliP99Ratio"`
 	// Failed counts runs that failed or measured nothing.
 	Failed int `json:"failed,omitempty"`
 	// MaxLoad1 is the highest 1-minute load average during its runs.
