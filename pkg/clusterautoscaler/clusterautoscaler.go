@@ -15,7 +15,7 @@
 // so that nothing lands on a node before it "boots", and no hostname label
 // (the provider would copy one hostname onto every node of a group). Register
 // plays the kubelet's registration after the boot delay; pkg/sim/kubelet's
-// AdoptNodes(IsClusterAutoscalerNode) then reports the node Ready.
+// AdoptNodes(IsRegisteredNode) then reports the node Ready.
 package clusterautoscaler
 
 import (

@@ -156,6 +156,12 @@ func IsClusterAutoscalerNode(node *v1.Node) bool {
 	return node.Annotations[ManagedAnnotation] == "fake" && strings.HasPrefix(node.Spec.ProviderID, providerIDPrefix)
 }
 
+// IsRegisteredNode reports whether node is one the KWOK provider created and
+// Register has registered: the nodes a kubelet emulator should adopt.
+func IsRegisteredNode(node *v1.Node) bool {
+	return IsClusterAutoscalerNode(node) && Registered(node)
+}
+
 // Registered reports whether Register has run for node (its hostname label
 // is set and the not-ready taint gone).
 func Registered(node *v1.Node) bool {
@@ -174,8 +180,11 @@ func Registered(node *v1.Node) bool {
 // node lifecycle controller would once the instance booted: it labels it with
 // its hostname (the node's name) and removes the not-ready taint, so that
 // the scheduler may place pods there. The caller reports the node Ready
-// (pkg/sim/kubelet). The update is guarded by the node's UID and resource
-// version: a node deleted meanwhile is left alone.
+// (pkg/sim/kubelet) right after: the taint goes a moment before the node is
+// Ready, the reverse of the node lifecycle controller's order, which no pod
+// can use (the scheduler places nothing in that moment that it would not
+// place a moment later). The update is guarded by the node's resource
+// version: a node changed, deleted or created again meanwhile is left alone.
 func Register(ctx context.Context, client kubernetes.Interface, node *v1.Node) error {
 	var taints []v1.Taint
 	for _, t := range node.Spec.Taints {
@@ -185,7 +194,6 @@ func Register(ctx context.Context, client kubernetes.Interface, node *v1.Node) e
 	}
 	patch := map[string]any{
 		"metadata": map[string]any{
-			"uid":             node.UID,
 			"resourceVersion": node.ResourceVersion,
 			"labels":          map[string]string{v1.LabelHostname: node.Name},
 		},

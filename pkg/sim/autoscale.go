@@ -51,13 +51,19 @@ type autoscaler struct {
 	ca       *clusterautoscaler.ClusterAutoscaler
 	started  time.Time
 	logger   klog.Logger
-	// ctx bounds the registrations of Cluster Autoscaler's nodes.
-	ctx context.Context
+	// ctx bounds the registrations of Cluster Autoscaler's nodes; cancel
+	// ends them (stop).
+	ctx    context.Context
+	cancel context.CancelFunc
+	// registering counts the registrations scheduled and not finished.
+	registering sync.WaitGroup
 
 	mu    sync.Mutex
 	nodes map[string]*launched
 	// booting holds Cluster Autoscaler's nodes not registered yet.
 	booting map[string]*time.Timer
+	// stopped is set when stop began: no node boots after it.
+	stopped bool
 }
 
 // clusterAutoscaler reports whether the run's autoscaler is Cluster Autoscaler.
@@ -65,7 +71,7 @@ func (a *autoscaler) clusterAutoscaler() bool {
 	return a.spec.Kind() == scenario.ClusterAutoscaler
 }
 
-// launched is a node Karpenter launched in the run.
+// launched is a node the autoscaler launched in the run.
 type launched struct {
 	uid              types.UID
 	hostname, size   string
@@ -82,7 +88,8 @@ func newAutoscaler(ctx context.Context, spec *scenario.Autoscale, client kuberne
 		return nil, err
 	}
 	a := &autoscaler{spec: spec, client: client, dyn: dyn, clock: clk, env: env, started: time.Now(),
-		logger: klog.FromContext(ctx), ctx: ctx, nodes: map[string]*launched{}, booting: map[string]*time.Timer{}}
+		logger: klog.FromContext(ctx), nodes: map[string]*launched{}, booting: map[string]*time.Timer{}}
+	a.ctx, a.cancel = context.WithCancel(ctx)
 	_, err = factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { a.onNode(obj) },
 		DeleteFunc: func(obj any) {
@@ -212,7 +219,7 @@ func (a *autoscaler) start(ctx context.Context, cfg *rest.Config, kubeconfig, di
 
 // awaitScaleDown waits, up to the scenario's scaleDownTimeout (simulated;
 // at least 60 s real, Karpenter's own loops run in real time), until every
-// node Karpenter launched is gone, and returns whether they all went.
+// node the autoscaler launched is gone, and returns whether they all went.
 func (a *autoscaler) awaitScaleDown(ctx context.Context) bool {
 	timeout := max(a.clock.Real(a.spec.ScaleDownWait()), time.Minute)
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {

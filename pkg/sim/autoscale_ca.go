@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -27,7 +28,7 @@ const caNamespace = "kube-system"
 // worth), the cpu limit also as --cores-total over the whole cluster
 // (staticCores: the scenario's own nodes), the boot as the registration
 // delay the simulator plays, consolidateAfter as --scale-down-unneeded-time.
-func clusterAutoscalerOptions(spec *scenario.Autoscale, real func(time.Duration) time.Duration, staticCores int64) ([]clusterautoscaler.NodeGroup, clusterautoscaler.Flags) {
+func clusterAutoscalerOptions(spec *scenario.Autoscale, toReal func(time.Duration) time.Duration, staticCores int64) ([]clusterautoscaler.NodeGroup, clusterautoscaler.Flags) {
 	var groups []clusterautoscaler.NodeGroup
 	for _, cpus := range spec.CPUs() {
 		maxSize := 200 // the KWOK provider's default
@@ -38,19 +39,29 @@ func clusterAutoscalerOptions(spec *scenario.Autoscale, real func(time.Duration)
 	}
 	f := spec.CAFlags()
 	flags := clusterautoscaler.Flags{
-		ScanInterval:                  real(f.ScanInterval.Duration),
+		ScanInterval:                  toReal(f.ScanInterval.Duration),
 		Expander:                      f.Expander,
 		AllowedSchedulerNames:         f.SchedulerNames,
-		ScaleDownUnneededTime:         real(spec.Consolidation()),
-		ScaleDownDelayAfterAdd:        real(f.ScaleDownDelayAfterAdd.Duration),
+		ScaleDownUnneededTime:         toReal(spec.Consolidation()),
+		ScaleDownDelayAfterAdd:        toReal(f.ScaleDownDelayAfterAdd.Duration),
 		ScaleDownUtilizationThreshold: f.ScaleDownUtilizationThreshold,
 		// Its defaults, scaled like the rest.
-		UnremovableNodeRecheckTimeout: real(5 * time.Minute),
-		NodeDeleteDelayAfterTaint:     real(5 * time.Second),
+		UnremovableNodeRecheckTimeout: toReal(5 * time.Minute),
+		NodeDeleteDelayAfterTaint:     toReal(5 * time.Second),
 		// A node not Ready 15 min (simulated) after its launch has failed.
-		MaxNodeProvisionTime: real(15 * time.Minute),
+		MaxNodeProvisionTime: toReal(15 * time.Minute),
 		Verbosity:            1,
 	}
+	// More of its defaults that pace it, scaled too. Not scaled: its 2 s
+	// wait for a batch of new pods (hard-coded), and its API clients.
+	for flag, d := range map[string]time.Duration{
+		"--scale-down-delay-after-failure":      3 * time.Minute,
+		"--max-node-startup-time":               15 * time.Minute,
+		"--initial-node-group-backoff-duration": 5 * time.Minute,
+	} {
+		flags.Extra = append(flags.Extra, flag+"="+toReal(d).String())
+	}
+	slices.Sort(flags.Extra)
 	if spec.CPULimit > 0 {
 		flags.Extra = append(flags.Extra, fmt.Sprintf("--cores-total=0:%d", staticCores+int64(spec.CPULimit)))
 	}
@@ -66,10 +77,10 @@ func (a *autoscaler) startClusterAutoscaler(ctx context.Context, kubeconfig, dir
 	for _, milli := range a.env.staticCPU() {
 		staticCores += int64(math.Ceil(float64(milli) / 1000))
 	}
-	real := func(d time.Duration) time.Duration {
+	toReal := func(d time.Duration) time.Duration {
 		return max(a.clock.Real(d).Round(100*time.Millisecond), 100*time.Millisecond)
 	}
-	groups, flags := clusterAutoscalerOptions(a.spec, real, staticCores)
+	groups, flags := clusterAutoscalerOptions(a.spec, toReal, staticCores)
 	var err error
 	a.ca, err = clusterautoscaler.Start(ctx, a.client, clusterautoscaler.Options{
 		Kubeconfig: kubeconfig, Dir: dir, Namespace: caNamespace, NodeGroups: groups, Flags: flags,
@@ -83,10 +94,13 @@ func (a *autoscaler) startClusterAutoscaler(ctx context.Context, kubeconfig, dir
 
 // boot registers a node Cluster Autoscaler created once the scenario's
 // registration delay (simulated) has passed, as its kubelet would after the
-// instance booted.
+// instance booted. Nothing boots once stop began.
 func (a *autoscaler) boot(node *v1.Node) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.stopped {
+		return
+	}
 	if _, ok := a.booting[node.Name]; ok {
 		return
 	}
@@ -94,12 +108,17 @@ func (a *autoscaler) boot(node *v1.Node) {
 		return
 	}
 	name, uid := node.Name, node.UID
-	a.booting[name] = time.AfterFunc(a.clock.Real(a.spec.Registration()), func() { a.register(name, uid) })
+	a.registering.Add(1)
+	a.booting[name] = time.AfterFunc(a.clock.Real(a.spec.Registration()), func() {
+		defer a.registering.Done()
+		a.register(name, uid)
+	})
 	a.logger.V(2).Info("Cluster Autoscaler launched a node; it boots", "node", name, "t", a.clock.Now())
 }
 
 // register plays the node's registration (clusterautoscaler.Register),
-// retrying while the apiserver does not answer, then records the node.
+// retrying while the apiserver does not answer, then records the node (which
+// leaves booting only then, so that live never misses it).
 func (a *autoscaler) register(name string, uid types.UID) {
 	var node *v1.Node
 	err := wait.PollUntilContextTimeout(a.ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -116,33 +135,38 @@ func (a *autoscaler) register(name string, uid types.UID) {
 		node, err = a.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		return err == nil || apierrors.IsNotFound(err), nil
 	})
+	if err == nil && node != nil && node.UID == uid {
+		a.onNode(node)
+		return
+	}
 	a.mu.Lock()
 	delete(a.booting, name)
 	a.mu.Unlock()
-	if err != nil {
+	if err != nil && a.ctx.Err() == nil {
 		a.logger.Error(err, "Registering a node Cluster Autoscaler launched", "node", name)
-		return
-	}
-	if node != nil && node.UID == uid {
-		a.onNode(node)
 	}
 }
 
 // stopClusterAutoscaler stops the process first (so that it launches
-// nothing more), then deletes the nodes it launched, so that no later run
-// inherits one.
+// nothing more), then the registrations (waiting for those under way), then
+// deletes the nodes it launched, so that no later run inherits one.
 func (a *autoscaler) stopClusterAutoscaler(ctx context.Context) error {
+	var err error
+	if a.ca != nil {
+		err = a.ca.Stop()
+		a.ca = nil
+	}
 	a.mu.Lock()
+	a.stopped = true
 	for name, t := range a.booting {
-		t.Stop()
+		if t.Stop() {
+			a.registering.Done() // it will not run
+		}
 		delete(a.booting, name)
 	}
 	a.mu.Unlock()
-	if a.ca == nil {
-		return nil
-	}
-	err := a.ca.Stop()
-	a.ca = nil
+	a.cancel()
+	a.registering.Wait()
 	if nodes, lerr := a.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); lerr == nil {
 		for _, n := range nodes.Items {
 			if clusterautoscaler.IsClusterAutoscalerNode(&n) {

@@ -24,8 +24,8 @@ func TestClusterAutoscalerOptions(t *testing.T) {
 			SchedulerNames:         []string{"tandem-scheduler"},
 		},
 	}
-	real := func(d time.Duration) time.Duration { return d / 10 }
-	groups, flags := clusterAutoscalerOptions(spec, real, 4)
+	toReal := func(d time.Duration) time.Duration { return d / 10 }
+	groups, flags := clusterAutoscalerOptions(spec, toReal, 4)
 	var maxes []int
 	for _, g := range groups {
 		maxes = append(maxes, g.Max)
@@ -40,7 +40,9 @@ func TestClusterAutoscalerOptions(t *testing.T) {
 		"--scan-interval=1s", "--expander=least-waste", "--allowed-scheduler-names=tandem-scheduler",
 		"--scale-down-unneeded-time=6s", "--scale-down-delay-after-add=12s",
 		"--unremovable-node-recheck-timeout=30s", "--node-delete-delay-after-taint=500ms",
-		"--max-node-provision-time=1m30s", "--v=1", "--cores-total=0:100",
+		"--max-node-provision-time=1m30s", "--v=1",
+		"--initial-node-group-backoff-duration=30s", "--max-node-startup-time=1m30s", "--scale-down-delay-after-failure=18s",
+		"--cores-total=0:100",
 	}
 	if got := flags.Args(); !slices.Equal(got, want) {
 		t.Errorf("flags\n%v\nwant\n%v", got, want)

@@ -163,7 +163,7 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 		// The kubelet of every node the autoscaler launches (Cluster
 		// Autoscaler's once they have booted: autoscale_ca.go).
 		h.Kubelet.AdoptNodes(func(n *v1.Node) bool {
-			return karpenter.IsKarpenterNode(n) || (clusterautoscaler.IsClusterAutoscalerNode(n) && clusterautoscaler.Registered(n))
+			return karpenter.IsKarpenterNode(n) || clusterautoscaler.IsRegisteredNode(n)
 		}, 0)
 		if h.auto, err = newAutoscaler(ctx, sc.Autoscale, client, cfg, h.Clock, h.env, h.Factory); err != nil {
 			h.Close()

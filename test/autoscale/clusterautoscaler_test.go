@@ -1,6 +1,7 @@
 package autoscale
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 // creates, has the not-ready taint and no hostname, and nothing adopts it;
 // Register gives it its hostname and removes the taint, and the kubelet
 // emulator then reports it Ready. Register never applies to a node that
-// changed or went since it was read.
+// changed, went, or was created again under its name since it was read (its
+// resourceVersion differs).
 func TestClusterAutoscalerNodeRegisters(t *testing.T) {
 	ctx := t.Context()
 	node := clusterautoscaler.NodeGroup{CPUs: 4, MemoryPerCPU: 2 << 30, Max: 3}.Template()
@@ -30,7 +32,8 @@ func TestClusterAutoscalerNodeRegisters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}) })
+	// t.Context() is done before cleanups run.
+	t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
 	if !clusterautoscaler.IsClusterAutoscalerNode(created) || clusterautoscaler.Registered(created) {
 		t.Fatalf("created node: provider's %v, registered %v; want the provider's, not registered", clusterautoscaler.IsClusterAutoscalerNode(created), clusterautoscaler.Registered(created))
 	}
@@ -77,6 +80,6 @@ func TestClusterAutoscalerNodeRegisters(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := clusterautoscaler.Register(ctx, client, changed); !apierrors.IsConflict(err) {
-		t.Errorf("Register of a node deleted and created again under its name: %v, want a conflict (its UID changed)", err)
+		t.Errorf("Register of a node deleted and created again under its name: %v, want a conflict (a new resourceVersion)", err)
 	}
 }

@@ -68,7 +68,7 @@ func run(m *testing.M) int {
 
 	kubelets = kubelet.New(client)
 	kubelets.AdoptNodes(func(n *v1.Node) bool {
-		return karpenter.IsKarpenterNode(n) || (clusterautoscaler.IsClusterAutoscalerNode(n) && clusterautoscaler.Registered(n))
+		return karpenter.IsKarpenterNode(n) || clusterautoscaler.IsRegisteredNode(n)
 	}, time.Second)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	if err := kubelets.Start(ctx, factory); err != nil {

@@ -128,6 +128,13 @@ func (a *Autoscale) validate() []error {
 	}
 	errs = append(errs, oneOf("autoscale: instanceFamily", a.InstanceFamily, "c", "m", "s")...)
 	errs = append(errs, oneOf("autoscale: consolidationPolicy", a.ConsolidationPolicy, "WhenEmpty", "WhenEmptyOrUnderutilized")...)
+	if a.CPULimit > 0 {
+		for _, n := range a.CPUs() {
+			if n > a.CPULimit {
+				errs = append(errs, fmt.Errorf("autoscale: instance size %d cpu is above cpuLimit %d: no such node could ever be launched", n, a.CPULimit))
+			}
+		}
+	}
 	if a.RegistrationDelay.Duration < 0 || a.ConsolidateAfter.Duration < 0 || a.ScaleDownTimeout.Duration < 0 || a.CPULimit < 0 {
 		errs = append(errs, errors.New("autoscale: registrationDelay, consolidateAfter, scaleDownTimeout and cpuLimit must not be negative"))
 	}

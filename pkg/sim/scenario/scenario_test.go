@@ -133,6 +133,9 @@ jobs: {list: [{at: 0s, duration: 10s}]}
 		"autoscale: a size of 0": {
 			from: "name: x", to: "name: x\nautoscale: {instanceCPUs: [4, 0]}", wantErr: "want positive sizes",
 		},
+		"autoscale: a size above the cpu limit": {
+			from: "name: x", to: "name: x\nautoscale: {instanceCPUs: [4, 16], cpuLimit: 8}", wantErr: "above cpuLimit 8",
+		},
 		"autoscale: unknown autoscaler": {
 			from: "name: x", to: "name: x\nautoscale: {autoscaler: Descheduler}", wantErr: `autoscaler "Descheduler"`,
 		},
