@@ -38,7 +38,7 @@ import (
 // process's log and PID files.
 const Name = "cluster-autoscaler"
 
-// VersionFile, in the bin directory, holds the version
+// VersionFile is the file, in the bin directory, that holds the version
 // hack/build-cluster-autoscaler.sh built.
 const VersionFile = Name + ".version"
 

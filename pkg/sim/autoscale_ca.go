@@ -123,11 +123,13 @@ func (a *autoscaler) register(name string, uid types.UID) {
 	var node *v1.Node
 	err := wait.PollUntilContextTimeout(a.ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		n, err := a.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || (err == nil && (n.UID != uid || n.DeletionTimestamp != nil)) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return true, nil
-		}
-		if err != nil {
-			return false, nil
+		case err != nil:
+			return false, nil //nolint:nilerr // retried until the apiserver answers
+		case n.UID != uid || n.DeletionTimestamp != nil:
+			return true, nil
 		}
 		if err := clusterautoscaler.Register(ctx, a.client, n); err != nil {
 			return apierrors.IsNotFound(err), nil
