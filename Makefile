@@ -84,7 +84,7 @@ chaos: control-plane build
 .PHONY: test
 test: control-plane build karpenter verify test-tools test-kubectl-tandem
 	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/reservations/... ./pkg/sizing/... ./pkg/controllers/... ./pkg/contract/... ./pkg/leadership/... ./pkg/metrics/...
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./pkg/workflowreservation/
+	hack/bench-cycle.sh short
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	hack/bench-scheduler.sh short
 	hack/bench-sim.sh short
@@ -192,6 +192,11 @@ image:
 .PHONY: bench
 bench: control-plane
 	hack/bench.sh
+
+## bench-cycle: the plugin's cost per scheduling cycle, tandem's profiles against vanilla's on the same snapshot, 500 to 15,000 nodes, 0 to 20,000 reservations, COUNT=10 runs; ratios with intervals and verdicts in _output/bench/cycle.json (~30 min)
+.PHONY: bench-cycle
+bench-cycle:
+	hack/bench-cycle.sh
 
 ## bench-scheduler: scheduler_perf, every workload, vanilla vs tandem back to back in alternating order, REPS=7 times (REPS_LARGE=3 at 5,000 nodes); _output/bench/scheduler.json (~70 min)
 .PHONY: bench-scheduler
