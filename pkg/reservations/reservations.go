@@ -300,6 +300,23 @@ func (s *Store) SumOn(node string, count func(*Reservation) bool) Amount {
 	return sum
 }
 
+// CachedOn returns what node's reservations hold against a pod without a
+// reservation of its own, if NodeReservations.Cache kept it for this
+// generation of the node's pods and the reservations have not changed
+// since (ok), or the node holds none (held is zero, ok). Filter and Score
+// ask it for every node of every cycle: one read lock and one map lookup.
+func (s *Store) CachedOn(node string, generation int64) (held Held, ok bool) {
+	s.mu.RLock()
+	n := s.byNode[node]
+	if n == nil {
+		s.mu.RUnlock()
+		return Held{}, true
+	}
+	held, ok = n.Cached(generation)
+	s.mu.RUnlock()
+	return held, ok
+}
+
 // WithNode calls fn with node's reservations (nil if it has none) under the
 // read lock. fn must not change them, other than their held cache, nor
 // call the store.

@@ -113,3 +113,27 @@ func TestAmountFromListDropsZeroScalars(t *testing.T) {
 		t.Errorf("scalars = %v, want example.com/gpu=1 only", a.Scalar)
 	}
 }
+
+func TestCachedOn(t *testing.T) {
+	s := NewStore()
+	if h, ok := s.CachedOn("n1", 7); !ok || !h.Amount.IsZero() || len(h.Ports) != 0 {
+		t.Fatalf("a node without reservations: %+v, %t; want nothing held, known", h, ok)
+	}
+	r := &Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: Amount{MilliCPU: 1000, Pods: 1}}
+	s.Take(r)
+	if _, ok := s.CachedOn("n1", 7); ok {
+		t.Fatal("a node whose reservations were never cached answered from the cache")
+	}
+	held := Held{Amount: Amount{MilliCPU: 1000, Pods: 1}}
+	s.WithNode("n1", func(n *NodeReservations) { n.Cache(7, held) })
+	if h, ok := s.CachedOn("n1", 7); !ok || !cmp.Equal(h, held) {
+		t.Fatalf("cached for generation 7: %+v, %t; want %+v", h, ok, held)
+	}
+	if _, ok := s.CachedOn("n1", 8); ok {
+		t.Fatal("the node's pods changed (generation 8), the cache still answered")
+	}
+	s.Take(&Reservation{Runner: key("b"), RunnerUID: "b", Node: "n1", Size: Amount{MilliCPU: 500, Pods: 1}})
+	if _, ok := s.CachedOn("n1", 7); ok {
+		t.Fatal("the node's reservations changed, the cache still answered")
+	}
+}

@@ -523,7 +523,9 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 	logger := klog.FromContext(ctx)
 	switch s.kind {
 	case kindRunner:
-		logger.V(4).Info("Runner fits no node together with its workflow pod", "pod", klog.KObj(pod), "request", s.request.String(), "workflow", s.workflow.String())
+		if loggerV := logger.V(4); loggerV.Enabled() {
+			loggerV.Info("Runner fits no node together with its workflow pod", "pod", klog.KObj(pod), "request", s.request.String(), "workflow", s.workflow.String())
+		}
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"runner %s needs %s and its workflow pod %s (from %s); no node has room for both",
 			klog.KObj(pod), s.request, s.workflow, s.source))
@@ -538,7 +540,9 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 				"workflow pod of runner %s waits for placeholder %s, which holds its room on node %s, to be deleted",
 				s.runner, hold.Name, s.own.Node))
 		}
-		logger.V(4).Info("Workflow pod does not fit beside its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", s.own.Node, "request", s.request.String(), "reserved", s.own.Size.String())
+		if loggerV := logger.V(4); loggerV.Enabled() {
+			loggerV.Info("Workflow pod does not fit beside its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", s.own.Node, "request", s.request.String(), "reserved", s.own.Size.String())
+		}
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"workflow pod of runner %s needs %s; its reservation on node %s holds %s and the node has too little free room for the difference",
 			s.runner, s.request, s.own.Node, s.own.Size))
@@ -658,7 +662,9 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 		pl.store.Take(taken)
 		cs.Write(reserveStateKey, &reserveState{taken: taken})
 		pl.feeder.RecordMetrics()
-		logger.V(4).Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
+		if loggerV := logger.V(4); loggerV.Enabled() {
+			loggerV.Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
+		}
 	case kindWorkflow:
 		// Only on the reserved node does it claim. Elsewhere (an unpinned
 		// workflow pod that another node suited better) it is an ordinary

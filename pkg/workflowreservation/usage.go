@@ -24,9 +24,14 @@ import (
 // compute it afresh.
 func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeInfo) reservations.Held {
 	node := nodeInfo.Node().Name
-	var out reservations.Held
 	own := s.kind == kindWorkflow || s.kind == kindStep
 	cacheable := !own && s.adjust.empty()
+	if cacheable {
+		if h, ok := pl.store.CachedOn(node, nodeInfo.GetGeneration()); ok {
+			return h
+		}
+	}
+	var out reservations.Held
 	pl.store.WithNode(node, func(n *reservations.NodeReservations) {
 		if n == nil {
 			return

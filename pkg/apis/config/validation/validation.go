@@ -157,6 +157,11 @@ func validateRequests(requests v1.ResourceList, path *field.Path) field.ErrorLis
 // resource, a *kubernetes.io/ resource or a valid extended resource. The
 // plugin checks the sizing annotations with it too.
 func ValidateResourceName(name v1.ResourceName, path *field.Path) field.ErrorList {
+	if standardContainerResources.Has(name) {
+		// Valid, and asked for in every runner's size (PreFilter parses it
+		// every cycle): without IsQualifiedName's regular expressions.
+		return nil
+	}
 	var allErrs field.ErrorList
 	for _, msg := range utilvalidation.IsQualifiedName(string(name)) {
 		allErrs = append(allErrs, field.Invalid(path, name, msg))
