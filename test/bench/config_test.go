@@ -23,29 +23,36 @@ func loadConfig(t *testing.T, file string) *schedconfig.KubeSchedulerConfigurati
 	return cfg
 }
 
-// The tandem side of the benchmark runs the shipped profile: the same
-// plugins and plugin args, under scheduler_perf's scheduler name, but for
-// its scoring, LeastAllocated as vanilla's, so that the two sides rank
-// nodes alike, and runners in every namespace.
+// The tandem sides of the benchmark run the shipped profiles, Memory mode
+// and Pods mode: the same plugins and plugin args, under scheduler_perf's
+// scheduler name, but for their scoring, LeastAllocated as vanilla's, so
+// that the two sides rank nodes alike, and runners in every namespace.
 func TestTandemConfigIsShipped(t *testing.T) {
-	shipped := loadConfig(t, filepath.Join("..", "..", "manifests", "scheduler-config.yaml"))
-	bench := loadConfig(t, "scheduler-tandem.yaml")
-	if len(shipped.Profiles) != 1 || len(bench.Profiles) != 1 {
-		t.Fatalf("profiles: shipped %d, bench %d; want one each", len(shipped.Profiles), len(bench.Profiles))
-	}
-	want := shipped.Profiles[0]
-	want.SchedulerName = bench.Profiles[0].SchedulerName
-	for _, pc := range want.PluginConfig {
-		if args, ok := pc.Args.(*config.WorkflowReservationArgs); ok {
-			if args.ScoringStrategy.Type != config.MostAllocated {
-				t.Errorf("shipped scoring %s, want MostAllocated", args.ScoringStrategy.Type)
+	for shippedFile, benchFile := range map[string]string{
+		filepath.Join("..", "..", "manifests", "scheduler-config.yaml"):                      "scheduler-tandem.yaml",
+		filepath.Join("..", "..", "manifests", "kustomize", "pods", "scheduler-config.yaml"): "scheduler-tandem-pods.yaml",
+	} {
+		t.Run(benchFile, func(t *testing.T) {
+			shipped := loadConfig(t, shippedFile)
+			bench := loadConfig(t, benchFile)
+			if len(shipped.Profiles) != 1 || len(bench.Profiles) != 1 {
+				t.Fatalf("profiles: shipped %d, bench %d; want one each", len(shipped.Profiles), len(bench.Profiles))
 			}
-			args.ScoringStrategy.Type = config.LeastAllocated
-			// scheduler_perf names its namespaces itself.
-			args.RunnerNamespaces, args.HookTemplateNamespaces = nil, nil
-		}
-	}
-	if diff := cmp.Diff(want, bench.Profiles[0]); diff != "" {
-		t.Errorf("scheduler-tandem.yaml differs from the shipped profile (-shipped,+bench):\n%s", diff)
+			want := shipped.Profiles[0]
+			want.SchedulerName = bench.Profiles[0].SchedulerName
+			for _, pc := range want.PluginConfig {
+				if args, ok := pc.Args.(*config.WorkflowReservationArgs); ok {
+					if args.ScoringStrategy.Type != config.MostAllocated {
+						t.Errorf("shipped scoring %s, want MostAllocated", args.ScoringStrategy.Type)
+					}
+					args.ScoringStrategy.Type = config.LeastAllocated
+					// scheduler_perf names its namespaces itself.
+					args.RunnerNamespaces, args.HookTemplateNamespaces = nil, nil
+				}
+			}
+			if diff := cmp.Diff(want, bench.Profiles[0]); diff != "" {
+				t.Errorf("%s differs from the shipped profile %s (-shipped,+bench):\n%s", benchFile, shippedFile, diff)
+			}
+		})
 	}
 }
