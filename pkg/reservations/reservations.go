@@ -102,7 +102,19 @@ type NodeReservations struct {
 	// (plugin.held). Filter and Score run for many nodes in parallel, under
 	// the store's read lock: hence atomic.
 	held atomic.Pointer[heldEntry]
+	// scan is what the plugin last read from the node's pods (opaque
+	// here), kept with the reservations so that it goes when they do. Set
+	// and read under the store's read lock, by calls for different nodes
+	// in parallel: hence atomic.
+	scan atomic.Value
 }
+
+// Scan returns what SetScan kept for the node, nil if nothing.
+func (n *NodeReservations) Scan() any { return n.scan.Load() }
+
+// SetScan keeps v for Scan; v is always of one type. It may be called
+// under the store's read lock.
+func (n *NodeReservations) SetScan(v any) { n.scan.Store(v) }
 
 type heldEntry struct {
 	version    uint64

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
@@ -49,7 +50,7 @@ func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeIn
 		if len(rs) > len(buf) {
 			on = make([]reservations.RunnerPods, 0, len(rs))
 		}
-		on = pl.runnerPodsOn(rs, nodeInfo, on[:len(rs)])
+		on = pl.runnerPodsOn(n, rs, nodeInfo, on[:len(rs)])
 		for i, r := range rs {
 			if r.UsedUp() || s.adjust.isRemoved(r.RunnerUID) {
 				continue
@@ -80,35 +81,122 @@ func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeIn
 // labelled with the runner's name).
 //
 // rs is sorted by runner (the store keeps it so); on has rs's length and is
-// filled in and returned.
-func (pl *WorkflowReservation) runnerPodsOn(rs []*reservations.Reservation, nodeInfo fwk.NodeInfo, on []reservations.RunnerPods) []reservations.RunnerPods {
+// filled in and returned. n, if not nil, keeps what the pass read from each
+// pod (podScan) for the node's next one.
+func (pl *WorkflowReservation) runnerPodsOn(n *reservations.NodeReservations, rs []*reservations.Reservation, nodeInfo fwk.NodeInfo, on []reservations.RunnerPods) []reservations.RunnerPods {
 	clear(on)
-	for _, pi := range nodeInfo.GetPods() {
+	var prev *podScan
+	if n != nil {
+		prev, _ = n.Scan().(*podScan)
+		if prev != nil && prev.by != pl {
+			prev = nil // another profile's: its runnerPodLabel may differ
+		}
+	}
+	pis := nodeInfo.GetPods()
+	next := &podScan{by: pl, infos: make([]fwk.PodInfo, len(pis)), pods: make([]*v1.Pod, len(pis)), roles: make([]podRole, len(pis))}
+	for k, pi := range pis {
 		p := pi.GetPod()
-		if contract.IsPlaceholder(p) {
-			i := reservations.Find(rs, p.Namespace, p.Annotations[contract.PlaceholderOfAnnotation])
-			if i >= 0 && metav1.GetControllerOf(p).UID == rs[i].RunnerUID {
-				on[i].Placeholder = on[i].Placeholder.Add(amountOfPodInfo(pi))
+		var role podRole
+		if prev != nil && k < len(prev.pods) && prev.pods[k] == p && prev.infos[k] == pi {
+			role = prev.roles[k]
+		} else {
+			role = pl.roleOf(pi, p)
+		}
+		next.infos[k], next.pods[k], next.roles[k] = pi, p, role
+		if role.placeholder {
+			i := reservations.Find(rs, role.namespace, role.runner)
+			if i >= 0 && role.controller == rs[i].RunnerUID {
+				on[i].Placeholder = on[i].Placeholder.Add(role.amount)
 				on[i].HasPlaceholder = true
 			}
 			continue
 		}
-		name, viaJob := pl.runnerNameOf(p)
+		name, viaJob := role.runner, false
+		if role.job != "" {
+			name, viaJob = pl.runnerOfJob(role.namespace, role.job, role.jobUID), true
+		}
 		if name == "" {
 			continue
 		}
-		i := reservations.Find(rs, p.Namespace, name)
+		i := reservations.Find(rs, role.namespace, name)
 		if i < 0 || !rs[i].Owns(p) {
 			continue
 		}
-		r, req := rs[i], amountOfPodInfo(pi)
+		r := rs[i]
 		if !viaJob && !on[i].Workflow && (r.ClaimedBy() == "" || r.ClaimedBy() == p.UID) {
-			on[i].Workflow, on[i].WorkflowRequest = true, req
+			on[i].Workflow, on[i].WorkflowRequest = true, role.amount
 		} else {
-			on[i].Steps = on[i].Steps.Add(req)
+			on[i].Steps = on[i].Steps.Add(role.amount)
 		}
 	}
+	if n != nil {
+		n.SetScan(next)
+	}
 	return on
+}
+
+// podScan is what runnerPodsOn read from a node's pods, in the order of
+// the node's pods. A node is scanned again whenever its pods change (a
+// pod added, removed or updated); a pod that is still the same object at
+// the same place is not read again (its labels, annotations, owner and
+// requests), only matched against the node's reservations. The
+// scheduler's cache gives an updated pod a new object and PodInfo, and
+// informers' objects are not changed in place. A scan keeps the node's pods
+// as it saw them until the next one, or until the node holds no
+// reservation.
+type podScan struct {
+	// by is the plugin (profile) that read them.
+	by    *WorkflowReservation
+	infos []fwk.PodInfo
+	pods  []*v1.Pod
+	roles []podRole
+}
+
+// podRole is what a pod can be to a reservation on its node.
+type podRole struct {
+	namespace string
+	// placeholder: a placeholder of runner, controlled by the runner pod
+	// with UID controller.
+	placeholder bool
+	controller  types.UID
+	// runner is the runner-pod label's value; job and jobUID the Job that
+	// controls an unlabelled pod, whose label is read on every scan (a
+	// Job's labels may change, its pods do not).
+	runner string
+	job    string
+	jobUID types.UID
+	amount reservations.Amount
+}
+
+// roleOf reads what pod can be to a reservation.
+func (pl *WorkflowReservation) roleOf(pi fwk.PodInfo, p *v1.Pod) podRole {
+	role := podRole{namespace: p.Namespace}
+	switch {
+	case contract.IsPlaceholder(p):
+		role.placeholder = true
+		role.runner = p.Annotations[contract.PlaceholderOfAnnotation]
+		role.controller = metav1.GetControllerOf(p).UID
+	default:
+		if name, ok := p.Labels[pl.profile.RunnerPodLabel]; ok {
+			role.runner = name
+		} else if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Job" && pl.jobs != nil {
+			role.job, role.jobUID = owner.Name, owner.UID
+		} else {
+			return role
+		}
+	}
+	role.amount = amountOfPodInfo(pi)
+	return role
+}
+
+// runnerOfJob returns the runner-pod label of the Job namespace/name with
+// uid, "" if there is none.
+func (pl *WorkflowReservation) runnerOfJob(namespace, name string, uid types.UID) string {
+	job, err := pl.jobs.Jobs(namespace).Get(name)
+	if err != nil || job.UID != uid {
+		return ""
+	}
+	return job.Labels[pl.profile.RunnerPodLabel]
 }
 
 // runnerNameOf returns the runner a pod belongs to: its runner-pod label,
@@ -125,11 +213,7 @@ func (pl *WorkflowReservation) runnerNameOf(p *v1.Pod) (name string, viaJob bool
 	if owner == nil || owner.Kind != "Job" {
 		return "", false
 	}
-	job, err := pl.jobs.Jobs(p.Namespace).Get(owner.Name)
-	if err != nil || job.UID != owner.UID {
-		return "", false
-	}
-	return job.Labels[pl.profile.RunnerPodLabel], true
+	return pl.runnerOfJob(p.Namespace, owner.Name, owner.UID), true
 }
 
 // podHostPorts returns the host ports pod asks for.

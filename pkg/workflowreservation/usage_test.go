@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
@@ -77,7 +78,7 @@ func TestWhatAReservationHolds(t *testing.T) {
 			case tc.claimedBy != "":
 				r = claimedBy(r, k8stypes.UID(tc.claimedBy))
 			}
-			on := pl.runnerPodsOn([]*reservations.Reservation{r}, nodeInfo(threeUnits, tc.pods...), make([]reservations.RunnerPods, 1))
+			on := pl.runnerPodsOn(nil, []*reservations.Reservation{r}, nodeInfo(threeUnits, tc.pods...), make([]reservations.RunnerPods, 1))
 			got, ports := r.Holds(on[0])
 			if got.MilliCPU != tc.wantCPU || got.Pods != tc.wantPods {
 				t.Errorf("holds cpu=%dm pods=%d, want cpu=%dm pods=%d", got.MilliCPU, got.Pods, tc.wantCPU, tc.wantPods)
@@ -86,6 +87,58 @@ func TestWhatAReservationHolds(t *testing.T) {
 				t.Errorf("held ports (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A node is scanned again when its pods change, and what the scan read from
+// a pod is reused only while the node shows the same object at the same
+// place: a pod updated (a new object) is read again, and another profile's
+// scan, whose runnerPodLabel may differ, is not used.
+func TestRunnerPodsOnRereadsChangedPods(t *testing.T) {
+	node := st.MakeNode().Name("n1").Capacity(units("8")).Obj()
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	r := withStep()
+	pl.store.Take(r)
+	var n *reservations.NodeReservations
+	pl.store.WithNode("n1", func(nr *reservations.NodeReservations) { n = nr })
+	rs := n.Reservations()
+	scan := func(pl *WorkflowReservation, pods ...*v1.Pod) reservations.RunnerPods {
+		t.Helper()
+		return pl.runnerPodsOn(n, rs, nodeInfo(node, pods...), make([]reservations.RunnerPods, 1))[0]
+	}
+
+	other := st.MakePod().Namespace("arc").Name("other").UID("other").Req(units("1")).Node("n1").Obj()
+	wf := workflowPod("r1").Req(units("2")).Node("n1").Obj()
+	if got := scan(pl, other, wf); !got.Workflow || got.WorkflowRequest.MilliCPU != 2000 {
+		t.Fatalf("first scan: %+v, want the 2-cpu workflow pod", got)
+	}
+	// The same objects again: the same answer, from the kept scan.
+	if got := scan(pl, other, wf); !got.Workflow || got.WorkflowRequest.MilliCPU != 2000 {
+		t.Fatalf("second scan: %+v, want the 2-cpu workflow pod", got)
+	}
+	// The workflow pod updated in place on the node: relabelled and
+	// resized. A new object: read again.
+	relabelled := wf.DeepCopy()
+	relabelled.Labels = map[string]string{"runner-pod": "r2"}
+	if got := scan(pl, other, relabelled); got.Workflow || !got.Steps.IsZero() {
+		t.Errorf("after the pod was relabelled: %+v, want nothing of r1's", got)
+	}
+	resized := wf.DeepCopy()
+	resized.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("3")
+	if got := scan(pl, other, resized); !got.Workflow || got.WorkflowRequest.MilliCPU != 3000 {
+		t.Errorf("after the pod was resized: %+v, want the 3-cpu workflow pod", got)
+	}
+
+	// A profile that labels workflow pods otherwise does not take the
+	// first profile's reading of the same objects.
+	args := defaultArgs()
+	args.RunnerPodLabel = "other-label"
+	pl2, _ := newTestPlugin(t, args, false)
+	if got := scan(pl2, other, resized); got.Workflow || !got.Steps.IsZero() {
+		t.Errorf("profile with runnerPodLabel other-label: %+v, want nothing (the pod carries runner-pod)", got)
+	}
+	if got := scan(pl, other, resized); !got.Workflow || got.WorkflowRequest.MilliCPU != 3000 {
+		t.Errorf("first profile again: %+v, want the 3-cpu workflow pod", got)
 	}
 }
 
