@@ -21,6 +21,8 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/test/bench/compare"
 )
 
 // The measured window's markers: ConfigMaps a workload creates with
@@ -33,6 +35,9 @@ const (
 
 // WindowPhase is the phase label of the data items Window writes.
 const WindowPhase = "window"
+
+// metricSLI is the histogram whose count is the pods bound in the window.
+const metricSLI = "scheduler_pod_scheduling_sli_duration_seconds"
 
 // windowed are the histograms Window measures: metric name, and the label
 // whose values each get a data item ("" for one item over all series).
@@ -62,9 +67,16 @@ type Window struct {
 	dir  string
 
 	mu    sync.Mutex
-	start map[string]*dto.Histogram
+	start *windowSnapshot
 	done  bool
 	err   error
+}
+
+// windowSnapshot is what the window reads at each marker.
+type windowSnapshot struct {
+	histograms map[string]*dto.Histogram
+	// podWrites counts the apiserver's write requests to pods so far.
+	podWrites float64
 }
 
 // StartWindow watches client for the markers of the workload named name
@@ -121,7 +133,7 @@ func (w *Window) mark(name string) {
 }
 
 // write writes the data items of end minus start.
-func (w *Window) write(end map[string]*dto.Histogram) error {
+func (w *Window) write(end *windowSnapshot) error {
 	if w.dir == "" {
 		return nil // no -data-items-dir: nothing is written
 	}
@@ -137,7 +149,7 @@ func (w *Window) write(end map[string]*dto.Histogram) error {
 		}
 		for _, v := range values {
 			k := seriesKey(m.metric, m.label, v)
-			h, err := subtract(end[k], w.start[k])
+			h, err := subtract(end.histograms[k], w.start.histograms[k])
 			if err != nil {
 				return fmt.Errorf("window: %s: %w", k, err)
 			}
@@ -153,6 +165,14 @@ func (w *Window) write(end map[string]*dto.Histogram) error {
 	}
 	if len(items.DataItems) == 0 {
 		return errors.New("window: nothing observed between " + WindowStart + " and " + WindowStop)
+	}
+	if bound, err := subtract(end.histograms[seriesKey(metricSLI, "", "")], w.start.histograms[seriesKey(metricSLI, "", "")]); err == nil && bound != nil && bound.GetSampleCount() > 0 {
+		writes := end.podWrites - w.start.podWrites
+		items.DataItems = append(items.DataItems, windowItem{
+			Data:   map[string]float64{"Total": writes, "PerPod": writes / float64(bound.GetSampleCount())},
+			Unit:   "requests",
+			Labels: map[string]string{"Name": strings.Join(parts[:3], "/") + "/" + WindowPhase, "Metric": compare.MetricPodWrites},
+		})
 	}
 	data, err := json.MarshalIndent(items, "", "  ")
 	if err != nil {
@@ -178,8 +198,9 @@ func seriesKey(metric, label, value string) string {
 }
 
 // gatherWindowed returns the windowed histograms now, each label value's
-// series summed (all series of a metric without a label).
-func gatherWindowed() (map[string]*dto.Histogram, error) {
+// series summed (all series of a metric without a label), and the
+// apiserver's writes to pods so far.
+func gatherWindowed() (*windowSnapshot, error) {
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
 		return nil, fmt.Errorf("window: gathering metrics: %w", err)
@@ -188,7 +209,7 @@ func gatherWindowed() (map[string]*dto.Histogram, error) {
 	for _, f := range families {
 		byName[f.GetName()] = f
 	}
-	out := map[string]*dto.Histogram{}
+	out := &windowSnapshot{histograms: map[string]*dto.Histogram{}}
 	for _, m := range windowed {
 		f := byName[m.metric]
 		if f == nil {
@@ -197,21 +218,38 @@ func gatherWindowed() (map[string]*dto.Histogram, error) {
 		for _, metric := range f.GetMetric() {
 			value := ""
 			if m.label != "" {
-				for _, l := range metric.GetLabel() {
-					if l.GetName() == m.label {
-						value = l.GetValue()
-					}
-				}
+				value = labelValue(metric, m.label)
 			}
 			k := seriesKey(m.metric, m.label, value)
-			sum, err := add(out[k], metric.GetHistogram())
+			sum, err := add(out.histograms[k], metric.GetHistogram())
 			if err != nil {
 				return nil, fmt.Errorf("window: %s: %w", k, err)
 			}
-			out[k] = sum
+			out.histograms[k] = sum
+		}
+	}
+	if f := byName["apiserver_request_total"]; f != nil {
+		for _, metric := range f.GetMetric() {
+			switch labelValue(metric, "verb") {
+			case "GET", "LIST", "WATCH":
+				continue
+			}
+			if labelValue(metric, "resource") == "pods" {
+				out.podWrites += metric.GetCounter().GetValue()
+			}
 		}
 	}
 	return out, nil
+}
+
+// labelValue returns the value of metric's label name, "" if it has none.
+func labelValue(metric *dto.Metric, name string) string {
+	for _, l := range metric.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 // add returns a + b, histograms of the same buckets; a may be nil.

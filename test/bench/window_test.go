@@ -8,6 +8,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/test/bench/compare"
 )
 
 func histogram(count uint64, sum float64, cumulative ...uint64) *dto.Histogram {
@@ -61,9 +63,9 @@ func TestWindowSubtractsTheWarmUp(t *testing.T) {
 func TestWindowWrite(t *testing.T) {
 	dir := t.TempDir()
 	w := &Window{name: "BenchmarkPerfScheduling/ChurnTandem/500Nodes_2000Pairs_4Rounds", dir: dir,
-		start: map[string]*dto.Histogram{}}
+		start: &windowSnapshot{histograms: map[string]*dto.Histogram{}}}
 	k := seriesKey("scheduler_scheduling_attempt_duration_seconds", "result", "scheduled")
-	if err := w.write(map[string]*dto.Histogram{k: histogram(4, 2, 0, 4, 4)}); err != nil {
+	if err := w.write(&windowSnapshot{histograms: map[string]*dto.Histogram{k: histogram(4, 2, 0, 4, 4)}}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "window-ChurnTandem_500Nodes_2000Pairs_4Rounds.json"))
@@ -85,8 +87,42 @@ func TestWindowWrite(t *testing.T) {
 
 // A window that observed nothing is an error, not an empty file.
 func TestWindowWriteNothing(t *testing.T) {
-	w := &Window{name: "BenchmarkPerfScheduling/ChurnTandem/500Nodes", dir: t.TempDir(), start: map[string]*dto.Histogram{}}
-	if err := w.write(map[string]*dto.Histogram{}); err == nil {
+	w := &Window{name: "BenchmarkPerfScheduling/ChurnTandem/500Nodes", dir: t.TempDir(), start: &windowSnapshot{histograms: map[string]*dto.Histogram{}}}
+	if err := w.write(&windowSnapshot{histograms: map[string]*dto.Histogram{}}); err == nil {
 		t.Error("an empty window was written")
+	}
+}
+
+// The apiserver's writes to pods in the window, per pod bound in it: 30
+// writes before the window, 120 more during it, in which the SLI
+// histogram counted 40 pods bound.
+func TestWindowPodWrites(t *testing.T) {
+	dir := t.TempDir()
+	sli := seriesKey(metricSLI, "", "")
+	w := &Window{name: "BenchmarkPerfScheduling/RunnersPodsModeTandem/500Nodes_2000Runners", dir: dir,
+		start: &windowSnapshot{histograms: map[string]*dto.Histogram{sli: histogram(10, 1, 10, 10, 10)}, podWrites: 30}}
+	if err := w.write(&windowSnapshot{histograms: map[string]*dto.Histogram{sli: histogram(50, 9, 50, 50, 50)}, podWrites: 150}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "window-RunnersPodsModeTandem_500Nodes_2000Runners.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items windowItems
+	if err := json.Unmarshal(data, &items); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, it := range items.DataItems {
+		if it.Labels["Metric"] != compare.MetricPodWrites {
+			continue
+		}
+		found = true
+		if it.Data["Total"] != 120 || it.Data["PerPod"] != 3 {
+			t.Errorf("pod writes %v, want Total 120, PerPod 3", it.Data)
+		}
+	}
+	if !found {
+		t.Errorf("no %s item in %+v", compare.MetricPodWrites, items.DataItems)
 	}
 }

@@ -18,6 +18,11 @@ const (
 	MetricAlgorithm  = "scheduler_scheduling_algorithm_duration_seconds"
 	MetricSLI        = "scheduler_pod_scheduling_sli_duration_seconds"
 	MetricAPIRequest = "apiserver_request_duration_seconds"
+	// MetricPodWrites is the apiserver's write requests to pods (and their
+	// subresources: bindings, status) in the measured window, which
+	// test/bench's Window writes: "Total", and "PerPod" per pod the
+	// scheduler bound in it (the SLI histogram's count).
+	MetricPodWrites = "apiserver_pod_writes"
 	// WindowPhase is the phase of the data items test/bench's Window writes
 	// (window-*.json): the measured window alone.
 	WindowPhase = "window"
@@ -48,6 +53,11 @@ type Sample struct {
 	AttemptsPerPod float64 `json:"attemptsPerPod,omitempty"`
 	// BindingP99 is the apiserver's latency of pods/binding requests.
 	BindingP99 float64 `json:"bindingP99,omitempty"`
+	// PodWritesPerPod is the apiserver's write requests to pods and their
+	// subresources (creates, bindings, status, deletes, by anyone: the
+	// workload, the scheduler, tandem's placeholders) per pod the
+	// scheduler bound in the measured window.
+	PodWritesPerPod float64 `json:"podWritesPerPod,omitempty"`
 	// Windowed says the latencies are those of the measured window (the
 	// window's data items); scheduler_perf's own cover the whole workload.
 	Windowed bool `json:"windowed,omitempty"`
@@ -94,7 +104,7 @@ func ReadDir(dir string) (map[Key]Sample, error) {
 		s.P50, s.P99, s.UnschedulableP99 = w.P50, w.P99, w.UnschedulableP99
 		s.AlgorithmP50, s.AlgorithmP99 = w.AlgorithmP50, w.AlgorithmP99
 		s.SLIP50, s.SLIP99 = w.SLIP50, w.SLIP99
-		s.BindingP99, s.Windowed = w.BindingP99, true
+		s.BindingP99, s.PodWritesPerPod, s.Windowed = w.BindingP99, w.PodWritesPerPod, true
 		samples[k] = s
 	}
 	dats, err := filepath.Glob(filepath.Join(dir, "*.dat"))
@@ -154,6 +164,8 @@ func readDataItems(file string, samples map[Key]Sample) error {
 			if it.Labels["subresource"] == "binding" {
 				s.BindingP99 = it.Data["Perc99"]
 			}
+		case MetricPodWrites:
+			s.PodWritesPerPod = it.Data["PerPod"]
 		}
 		samples[k] = s
 	}

@@ -232,6 +232,7 @@ func medianSample(samples []Sample) Sample {
 		UnschedulableP99: field(func(s Sample) float64 { return s.UnschedulableP99 }),
 		AttemptsPerPod:   field(func(s Sample) float64 { return s.AttemptsPerPod }),
 		BindingP99:       field(func(s Sample) float64 { return s.BindingP99 }),
+		PodWritesPerPod:  field(func(s Sample) float64 { return s.PodWritesPerPod }),
 		Windowed:         len(samples) > 0 && !slices.ContainsFunc(samples, func(s Sample) bool { return !s.Windowed }),
 	}
 }
@@ -256,13 +257,14 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "workload\tvanilla algorithm p50/p99 ms\ttandem algorithm p50/p99 ms\talgorithm p99 ratio\tspread\tvanilla SLI p50/p99 ms\ttandem SLI p50/p99 ms\tattempts/pod v/t\tapiserver binding p99 ms v/t\tfailed runs\t\n")
+	fmt.Fprintf(tw, "workload\tvanilla algorithm p50/p99 ms\ttandem algorithm p50/p99 ms\talgorithm p99 ratio\tspread\tvanilla SLI p50/p99 ms\ttandem SLI p50/p99 ms\tattempts/pod v/t\tapiserver binding p99 ms v/t\tpod writes/pod v/t\tfailed runs\t\n")
 	for _, wr := range r.Workloads {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.2f\t%s\t%s\t%s\t%s\t%d\t\n", wr.Name,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d\t\n", wr.Name,
 			pair(wr.Vanilla.AlgorithmP50, wr.Vanilla.AlgorithmP99), pair(wr.Tandem.AlgorithmP50, wr.Tandem.AlgorithmP99),
 			wr.AlgorithmP99Ratio, wr.AlgorithmP99Spread,
 			pair(wr.Vanilla.SLIP50, wr.Vanilla.SLIP99), pair(wr.Tandem.SLIP50, wr.Tandem.SLIP99),
-			pair(wr.Vanilla.AttemptsPerPod, wr.Tandem.AttemptsPerPod), pair(wr.Vanilla.BindingP99, wr.Tandem.BindingP99), wr.Failed)
+			pair(wr.Vanilla.AttemptsPerPod, wr.Tandem.AttemptsPerPod), pair(wr.Vanilla.BindingP99, wr.Tandem.BindingP99),
+			pair(wr.Vanilla.PodWritesPerPod, wr.Tandem.PodWritesPerPod), wr.Failed)
 	}
 	return tw.Flush()
 }
