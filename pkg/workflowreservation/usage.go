@@ -93,16 +93,25 @@ func (pl *WorkflowReservation) runnerPodsOn(n *reservations.NodeReservations, rs
 		}
 	}
 	pis := nodeInfo.GetPods()
-	next := &podScan{by: pl, infos: make([]fwk.PodInfo, len(pis)), pods: make([]*v1.Pod, len(pis)), roles: make([]podRole, len(pis))}
+	next := &podScan{by: pl, pods: make([]*v1.Pod, len(pis)), role: make([]int32, len(pis))}
 	for k, pi := range pis {
 		p := pi.GetPod()
+		next.pods[k], next.role[k] = p, -1
 		var role podRole
-		if prev != nil && k < len(prev.pods) && prev.pods[k] == p && prev.infos[k] == pi {
-			role = prev.roles[k]
-		} else {
-			role = pl.roleOf(pi, p)
+		switch {
+		case prev != nil && k < len(prev.pods) && prev.pods[k] == p:
+			if prev.role[k] < 0 {
+				continue
+			}
+			role = prev.roles[prev.role[k]]
+		default:
+			var ok bool
+			if role, ok = pl.roleOf(pi, p); !ok {
+				continue
+			}
 		}
-		next.infos[k], next.pods[k], next.roles[k] = pi, p, role
+		next.role[k] = int32(len(next.roles))
+		next.roles = append(next.roles, role)
 		if role.placeholder {
 			i := reservations.Find(rs, role.namespace, role.runner)
 			if i >= 0 && role.controller == rs[i].RunnerUID {
@@ -139,16 +148,17 @@ func (pl *WorkflowReservation) runnerPodsOn(n *reservations.NodeReservations, rs
 // the node's pods. A node is scanned again whenever its pods change (a
 // pod added, removed or updated); a pod that is still the same object at
 // the same place is not read again (its labels, annotations, owner and
-// requests), only matched against the node's reservations. The
-// scheduler's cache gives an updated pod a new object and PodInfo, and
-// informers' objects are not changed in place. A scan keeps the node's pods
-// as it saw them until the next one, or until the node holds no
-// reservation.
+// requests), only matched against the node's reservations. Informers'
+// objects are not changed in place: an updated pod is a new object. A scan
+// keeps the node's pods as it saw them until the next one, or until the
+// node holds no reservation: 12 bytes a pod, and a podRole for each that
+// can be a reservation's.
 type podScan struct {
 	// by is the plugin (profile) that read them.
-	by    *WorkflowReservation
-	infos []fwk.PodInfo
-	pods  []*v1.Pod
+	by   *WorkflowReservation
+	pods []*v1.Pod
+	// role is, per pod, its index in roles, or -1: it is no reservation's.
+	role  []int32
 	roles []podRole
 }
 
@@ -168,8 +178,8 @@ type podRole struct {
 	amount reservations.Amount
 }
 
-// roleOf reads what pod can be to a reservation.
-func (pl *WorkflowReservation) roleOf(pi fwk.PodInfo, p *v1.Pod) podRole {
+// roleOf reads what pod can be to a reservation; false if nothing.
+func (pl *WorkflowReservation) roleOf(pi fwk.PodInfo, p *v1.Pod) (podRole, bool) {
 	role := podRole{namespace: p.Namespace}
 	switch {
 	case contract.IsPlaceholder(p):
@@ -182,11 +192,11 @@ func (pl *WorkflowReservation) roleOf(pi fwk.PodInfo, p *v1.Pod) podRole {
 		} else if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Job" && pl.jobs != nil {
 			role.job, role.jobUID = owner.Name, owner.UID
 		} else {
-			return role
+			return podRole{}, false
 		}
 	}
 	role.amount = amountOfPodInfo(pi)
-	return role
+	return role, true
 }
 
 // runnerOfJob returns the runner-pod label of the Job namespace/name with
