@@ -145,6 +145,13 @@ func newTestPluginOn(t *testing.T, client *fake.Clientset, args *config.Workflow
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	return newTestPluginIn(ctx, t, client, args, leader, profile, withInformers)
+}
+
+// newTestPluginIn is newTestPluginOn for a scheduler that runs until ctx
+// is done.
+func newTestPluginIn(ctx context.Context, t *testing.T, client *fake.Clientset, args *config.WorkflowReservationArgs, leader *leadership.Leadership, profile string, withInformers bool) (*WorkflowReservation, *fakeHandle) {
+	t.Helper()
 	h := &fakeHandle{client: client, recorder: events.NewFakeRecorder(100), profile: profile}
 	if withInformers {
 		h.informers = informers.NewSharedInformerFactory(client, 0)

@@ -1,7 +1,9 @@
 package workflowreservation
 
 import (
+	"bytes"
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -234,6 +237,49 @@ func TestPlaceholderHandoverAtPermit(t *testing.T) {
 	}
 	if _, err := h.client.CoreV1().Pods("arc").Get(ctx, "r1-hold", metav1.GetOptions{}); err == nil {
 		t.Error("the workflow pod was allowed while its placeholder still exists")
+	}
+}
+
+// Found by scheduler_perf (ChurnPodsMode, whose goleak check failed every
+// run): the goroutine Permit starts to hand a placeholder over outlived the
+// scheduler by up to permitTimeout, 30 s, when its pod did not come to wait
+// (rejected, deleted, or the scheduler stopping). It ends with the
+// scheduler now.
+func TestPermitHandOverEndsWithTheScheduler(t *testing.T) {
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
+	wf := workflowPod("r1").SchedulerName("test").Req(units("1")).Obj()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	client := fake.NewClientset(runner, wf, st.MakeNode().Name("n1").Obj())
+	pl, h := newTestPluginIn(ctx, t, client, podsModeArgs(), nil, "", true)
+	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
+
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, wf, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	if status := pl.Reserve(ctx, cs, wf, "n1"); !status.IsSuccess() {
+		t.Fatalf("Reserve: %v", status)
+	}
+	// The pod never comes to wait (h.wait is not called): the hand-over
+	// keeps looking for it.
+	if status, _ := pl.Permit(ctx, cs, wf, "n1"); status.Code() != fwk.Wait {
+		t.Fatalf("Permit = %v, want Wait", status)
+	}
+	handingOver := func() bool {
+		buf := make([]byte, 1<<22)
+		return bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("(*WorkflowReservation).Permit.func"))
+	}
+	if !handingOver() {
+		t.Fatal("Permit started no hand-over")
+	}
+
+	stop()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return !handingOver(), nil
+	})
+	if err != nil {
+		t.Fatalf("the hand-over still runs 5 s after the scheduler stopped: %v", err)
 	}
 }
 

@@ -81,6 +81,10 @@ type WorkflowReservation struct {
 	jobs batchlisters.JobLister
 	// handoverState: with Pods, the in-tree Fit this plugin runs.
 	handoverState
+	// lifetime is the context the framework made the plugin in, done when
+	// the scheduler stops: what the plugin starts on its own (Permit's
+	// hand-over) ends with it.
+	lifetime context.Context
 }
 
 // New initializes a plugin that leads always and shares its reservations
@@ -128,6 +132,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *control
 		store:    f.Store(),
 		scoring:  *args.ScoringStrategy,
 		pairPods: args.PairPods,
+		lifetime: ctx,
 	}
 	pl.profile = &controllers.Profile{
 		Name:              fwk.ProfileName(h),
@@ -757,7 +762,7 @@ func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, po
 	pl.feeder.Placeholders().StartYield(s.own.RunnerUID)
 	logger := klog.FromContext(ctx)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), permitTimeout)
+		ctx, cancel := context.WithTimeout(pl.lifetime, permitTimeout)
 		defer cancel()
 		hold, err := pl.feeder.Placeholders().Yield(ctx, s.runner, s.own.RunnerUID)
 		// The framework registers the waiting pod once Permit returns.
