@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -261,8 +262,16 @@ func (e *env) bound(name string) string {
 // returns the PodScheduled message. The pod must then still be unbound.
 func (e *env) unschedulable(name string) string {
 	e.t.Helper()
+	return e.unschedulableSaying(name, "")
+}
+
+// unschedulableSaying waits until the pod is marked unschedulable with a
+// message that contains want, and returns the message. A scheduler that has
+// just started may first hold a runner for what it has not listed yet.
+func (e *env) unschedulableSaying(name, want string) string {
+	e.t.Helper()
 	var msg string
-	e.poll("pod "+name+" is marked unschedulable", func() (bool, error) {
+	e.poll("pod "+name+" is marked unschedulable saying "+strconv.Quote(want), func() (bool, error) {
 		pod := e.get(name)
 		if pod.Spec.NodeName != "" {
 			return false, fmt.Errorf("pod %s was bound to %s, want it pending", name, pod.Spec.NodeName)
@@ -270,7 +279,7 @@ func (e *env) unschedulable(name string) string {
 		for _, c := range pod.Status.Conditions {
 			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
 				msg = c.Message
-				return true, nil
+				return strings.Contains(msg, want), nil
 			}
 		}
 		return false, nil
