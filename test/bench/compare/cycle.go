@@ -68,6 +68,12 @@ func ParseCycle(r io.Reader) ([]CycleCase, error) {
 		if len(fields) < 4 || !strings.HasPrefix(fields[0], "BenchmarkCycle/") {
 			continue
 		}
+		if _, err := strconv.Atoi(fields[1]); err != nil {
+			// A log line printed between the name and the results (go
+			// test prints them as they come): this run's result line lost
+			// its name, and the run does not count.
+			continue
+		}
 		m := cycleName.FindStringSubmatch(fields[0])
 		if m == nil {
 			return nil, fmt.Errorf("benchmark %q: not BenchmarkCycle/<n>Nodes/<n>Held/<kind>/<profile>", fields[0])

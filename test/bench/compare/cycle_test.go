@@ -21,6 +21,9 @@ func TestParseCycle(t *testing.T) {
 		out.WriteString("BenchmarkCycle/500Nodes/0Held/PlainPod/tandem-pods-2 \t 100\t 500000 ns/op\t 1100 allocs/op\t " + r.fast + " tandem/vanilla\t 1100 vanilla-allocs/op\t 500000 vanilla-ns/op\n")
 		out.WriteString("BenchmarkCycle/5000Nodes/1000Held/Runner/tandem-least-2 \t 100\t 1000000 ns/op\t 1100 allocs/op\t " + r.mixed + " tandem/vanilla\t 1100 vanilla-allocs/op\t 950000 vanilla-ns/op\n")
 	}
+	// A log line between a name and its results: that run does not count.
+	out.WriteString("BenchmarkCycle/500Nodes/20000Held/Runner/tandem-2 \tI1205 08:48:37.356155   11088 plugin.go:119] \"Warning\"\n")
+	out.WriteString(" \t 100\t 650000 ns/op\t 0.5 tandem/vanilla\t 1100 vanilla-allocs/op\t 500000 vanilla-ns/op\n")
 	out.WriteString("PASS\nok  \tgithub.com/tandem-scheduler/tandem/pkg/workflowreservation\t60.1s\n")
 	cases, err := ParseCycle(strings.NewReader(out.String()))
 	if err != nil {
