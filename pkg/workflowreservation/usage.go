@@ -150,9 +150,9 @@ func (pl *WorkflowReservation) runnerPodsOn(n *reservations.NodeReservations, rs
 // the same place is not read again (its labels, annotations, owner and
 // requests), only matched against the node's reservations. Informers'
 // objects are not changed in place: an updated pod is a new object. A scan
-// keeps the node's pods as it saw them until the next one, or until the
-// node holds no reservation: 12 bytes a pod, and a podRole for each that
-// can be a reservation's.
+// costs 12 bytes a pod and a podRole for each that can be a reservation's,
+// and keeps the pods it saw, deleted ones too, referenced until the node's
+// next scan or until the node holds no reservation.
 type podScan struct {
 	// by is the plugin (profile) that read them.
 	by   *WorkflowReservation

@@ -14,6 +14,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -35,6 +36,10 @@ const (
 
 // WindowPhase is the phase label of the data items Window writes.
 const WindowPhase = "window"
+
+// podWriteVerbs are the apiserver's write verbs (its request metrics' verb
+// label).
+var podWriteVerbs = sets.New("POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION")
 
 // metricSLI is the histogram whose count is the pods bound in the window.
 const metricSLI = "scheduler_pod_scheduling_sli_duration_seconds"
@@ -230,12 +235,8 @@ func gatherWindowed() (*windowSnapshot, error) {
 	}
 	if f := byName["apiserver_request_total"]; f != nil {
 		for _, metric := range f.GetMetric() {
-			switch labelValue(metric, "verb") {
-			case "GET", "LIST", "WATCH":
-				continue
-			}
-			if labelValue(metric, "resource") == "pods" {
-				out.podWrites += metric.GetCounter().GetValue()
+			if podWriteVerbs.Has(labelValue(metric, "verb")) && labelValue(metric, "resource") == "pods" {
+				out.podWrites += metric.GetCounter().GetValue() // failed ones too
 			}
 		}
 	}
