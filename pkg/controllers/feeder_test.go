@@ -135,6 +135,22 @@ func TestWritesHaveTheirOwnBudget(t *testing.T) {
 	if rc.Client.Timeout != writeTimeout {
 		t.Errorf("writes timeout = %v, want %v", rc.Client.Timeout, writeTimeout)
 	}
+	// The hand-overs at Permit: the scheduler's budget, a limiter of their
+	// own (not the writes', behind whose creates a workflow pod waited).
+	h, ok := handOverClient(logger, &configCluster{cfg: scheduler}).(*clientset.Clientset)
+	if !ok {
+		t.Fatal("the hand-overs use the scheduler's client")
+	}
+	hc, ok := h.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok {
+		t.Fatalf("REST client %T", h.CoreV1().RESTClient())
+	}
+	if got := hc.GetRateLimiter().QPS(); got != scheduler.QPS {
+		t.Errorf("hand-overs QPS = %v, want the scheduler's %v", got, scheduler.QPS)
+	}
+	if hc.GetRateLimiter() == rc.GetRateLimiter() {
+		t.Error("the hand-overs share the writes' rate limiter")
+	}
 	if scheduler.QPS != 50 || scheduler.Timeout != 0 {
 		t.Errorf("the scheduler's config changed: QPS %v, timeout %v", scheduler.QPS, scheduler.Timeout)
 	}

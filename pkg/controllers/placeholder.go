@@ -84,6 +84,10 @@ type Placeholders struct {
 	indexer  cache.Indexer
 	recorder func(pod *v1.Pod, eventType, reason, note string)
 	want     func(key RunnerKey) (runner, placeholder *v1.Pod)
+	// HandOver is the client of Yield's reads and delete (client unless
+	// set): a workflow pod at Permit waits for them, so they must not queue
+	// behind the worker's creates in client's rate limit.
+	HandOver clientset.Interface
 	leaderQueue
 	// Recheck is lostRecheck (shorter in tests).
 	Recheck time.Duration
@@ -120,7 +124,7 @@ type Placeholders struct {
 func NewPlaceholders(client clientset.Interface, indexer cache.Indexer, leader *leadership.Leadership,
 	recorder func(*v1.Pod, string, string, string), want func(RunnerKey) (*v1.Pod, *v1.Pod)) *Placeholders {
 	return &Placeholders{
-		client: client, indexer: indexer, recorder: recorder, want: want,
+		client: client, HandOver: client, indexer: indexer, recorder: recorder, want: want,
 		leaderQueue: newLeaderQueue("tandem-placeholders", "placeholder", leader),
 		Recheck:     lostRecheck,
 		Clock:       clock.RealClock{},
@@ -254,7 +258,7 @@ func (p *Placeholders) Yield(ctx context.Context, runner types.NamespacedName, u
 	if hold == nil {
 		// One the informer does not show and this replica did not create
 		// (the previous leader's, just before it went): ask the apiserver.
-		live, err := p.client.CoreV1().Pods(runner.Namespace).Get(ctx, contract.PlaceholderName(runner.Name), metav1.GetOptions{})
+		live, err := p.HandOver.CoreV1().Pods(runner.Namespace).Get(ctx, contract.PlaceholderName(runner.Name), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, nil
@@ -265,7 +269,7 @@ func (p *Placeholders) Yield(ctx context.Context, runner types.NamespacedName, u
 		}
 		hold = live
 	}
-	return hold, p.delete(ctx, hold)
+	return hold, p.delete(ctx, p.HandOver, hold)
 }
 
 // Unyield lets the runner have a placeholder again: its workflow pod's
@@ -384,7 +388,7 @@ func (p *Placeholders) prune(ctx context.Context, key RunnerKey, runner, want *v
 			have = true
 			continue
 		}
-		if err := p.delete(ctx, pod); err != nil {
+		if err := p.delete(ctx, p.client, pod); err != nil {
 			return false, false, err
 		}
 		logger.V(2).Info("Deleted placeholder", "pod", klog.KObj(pod), "runner", klog.KRef(key.Namespace, key.Name), "wanted", want != nil)
@@ -400,7 +404,7 @@ func (p *Placeholders) prune(ctx context.Context, key RunnerKey, runner, want *v
 		case want != nil && c.pod.Spec.NodeName == want.Spec.NodeName && c.pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation]:
 			have = true
 		default:
-			if err := p.delete(ctx, c.pod); err != nil {
+			if err := p.delete(ctx, p.client, c.pod); err != nil {
 				return false, false, err
 			}
 		}
@@ -436,7 +440,7 @@ func (p *Placeholders) create(ctx context.Context, key RunnerKey, runner, want *
 			// name. That one goes, and the retry creates anew.
 			if old, gerr := p.client.CoreV1().Pods(key.Namespace).Get(ctx, want.Name, metav1.GetOptions{}); gerr == nil && contract.IsPlaceholder(old) &&
 				(IsTerminal(old) || metav1.GetControllerOf(old).UID != key.UID) {
-				if derr := p.delete(ctx, old); derr != nil {
+				if derr := p.delete(ctx, p.client, old); derr != nil {
 					return derr
 				}
 				if IsTerminal(old) {
@@ -475,11 +479,12 @@ func lostBackoff(recheck time.Duration, losses int) time.Duration {
 	return min(wait, maxLostBackoff)
 }
 
-func (p *Placeholders) delete(ctx context.Context, pod *v1.Pod) error {
+// delete deletes pod through client.
+func (p *Placeholders) delete(ctx context.Context, client clientset.Interface, pod *v1.Pod) error {
 	p.mu.Lock()
 	p.deleting[pod.UID] = metav1.GetControllerOf(pod).UID
 	p.mu.Unlock()
-	deleted, err := deleteNow(ctx, p.client, pod)
+	deleted, err := deleteNow(ctx, client, pod)
 	if deleted {
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderDeleted).Inc()
 	}

@@ -8,9 +8,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
@@ -223,5 +226,47 @@ func TestRejectedPlaceholderBacksOff(t *testing.T) {
 	defer p.mu.Unlock()
 	if n := len(p.deleting) + len(p.lost) + len(p.losses) + len(p.created) + len(p.creating) + len(p.yielding); n != 0 {
 		t.Errorf("%d entries kept for a runner that is gone (deleting %v, lost %v, losses %v, created %d)", n, p.deleting, p.lost, p.losses, len(p.created))
+	}
+}
+
+// Issue 23 (ChurnPodsMode at 0.47 of vanilla's throughput): Permit's
+// hand-over went through the writes' client, so a workflow pod waited behind
+// every placeholder create queued before it, 20 a second. Yield's get and
+// delete go through their own client; here the writes' budget is spent
+// (every request of it fails) and the hand-overs still go through.
+func TestHandOverDoesNotWaitForTheWriteBudget(t *testing.T) {
+	ctx := context.Background()
+	shown := runnerPod("r1").Node("n1").Req(units("1")).Obj()
+	queued := runnerPod("r2").Node("n1").Req(units("1")).Obj()
+	hold := placeholderOf(shown, "1")
+	handOver := fake.NewClientset(shown, queued, hold)
+	writes := fake.NewClientset()
+	writes.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewTooManyRequests("the writes' budget is spent", 1)
+	})
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{PlaceholderIndex: IndexPlaceholder})
+	if err := indexer.Add(hold); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPlaceholders(writes, indexer, leadership.Leading(), func(*v1.Pod, string, string, string) {},
+		func(RunnerKey) (*v1.Pod, *v1.Pod) { return nil, nil })
+	p.HandOver = handOver
+
+	// r1's placeholder is shown: Yield deletes it.
+	p.StartYield(shown.UID)
+	got, err := p.Yield(ctx, types.NamespacedName{Namespace: "arc", Name: "r1"}, shown.UID)
+	if err != nil || got == nil || got.UID != hold.UID {
+		t.Fatalf("yield of r1 = %v, %v; want its placeholder deleted", klog.KObj(got), err)
+	}
+	if _, err := handOver.CoreV1().Pods("arc").Get(ctx, hold.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("r1's placeholder still exists after yield: %v", err)
+	}
+	// r2's create is still queued: Yield asks the apiserver and finds none.
+	p.StartYield(queued.UID)
+	if got, err := p.Yield(ctx, types.NamespacedName{Namespace: "arc", Name: "r2"}, queued.UID); err != nil || got != nil {
+		t.Errorf("yield of r2 = %v, %v; want no placeholder and no error", klog.KObj(got), err)
+	}
+	if n := len(writes.Actions()); n != 0 {
+		t.Errorf("the hand-overs sent %d requests through the writes' client: %v", n, writes.Actions())
 	}
 }
