@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -120,7 +121,8 @@ func (c *configCluster) KubeConfig() *rest.Config { return c.cfg }
 // not the scheduler's client, whose budget its bindings need.
 func TestWritesHaveTheirOwnBudget(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
-	scheduler := &rest.Config{Host: "https://127.0.0.1:1", QPS: 50, Burst: 100}
+	schedulerLimiter := flowcontrol.NewTokenBucketRateLimiter(50, 100)
+	scheduler := &rest.Config{Host: "https://127.0.0.1:1", QPS: 50, Burst: 100, RateLimiter: schedulerLimiter}
 	w, ok := writeClient(logger, &configCluster{cfg: scheduler}).(*clientset.Clientset)
 	if !ok {
 		t.Fatal("the writes use the scheduler's client")
@@ -148,8 +150,11 @@ func TestWritesHaveTheirOwnBudget(t *testing.T) {
 	if got := hc.GetRateLimiter().QPS(); got != scheduler.QPS {
 		t.Errorf("hand-overs QPS = %v, want the scheduler's %v", got, scheduler.QPS)
 	}
-	if hc.GetRateLimiter() == rc.GetRateLimiter() {
-		t.Error("the hand-overs share the writes' rate limiter")
+	if hc.GetRateLimiter() == schedulerLimiter || rc.GetRateLimiter() == schedulerLimiter {
+		t.Error("the hand-overs or the writes share the scheduler's rate limiter")
+	}
+	if hc.Client.Timeout != writeTimeout {
+		t.Errorf("hand-overs timeout = %v, want %v", hc.Client.Timeout, writeTimeout)
 	}
 	if scheduler.QPS != 50 || scheduler.Timeout != 0 {
 		t.Errorf("the scheduler's config changed: QPS %v, timeout %v", scheduler.QPS, scheduler.Timeout)

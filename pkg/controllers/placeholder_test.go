@@ -261,7 +261,8 @@ func TestHandOverDoesNotWaitForTheWriteBudget(t *testing.T) {
 	if _, err := handOver.CoreV1().Pods("arc").Get(ctx, hold.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("r1's placeholder still exists after yield: %v", err)
 	}
-	// r2's create is still queued: Yield asks the apiserver and finds none.
+	// r2 has no placeholder yet (its create waits in the worker's queue):
+	// Yield asks the apiserver and finds none.
 	p.StartYield(queued.UID)
 	if got, err := p.Yield(ctx, types.NamespacedName{Namespace: "arc", Name: "r2"}, queued.UID); err != nil || got != nil {
 		t.Errorf("yield of r2 = %v, %v; want no placeholder and no error", klog.KObj(got), err)
