@@ -3,15 +3,16 @@
 # (test/bench, docs/benchmarks.md). Every workload of
 # test/bench/performance-config.yaml runs under both scheduler configs, one
 # process per run, the two sides back to back in alternating order, REPS
-# times (REPS_LARGE for 5,000-node workloads). Writes
+# times (REPS_LARGE for 5,000-node workloads and larger). Writes
 # _output/bench/scheduler.json and prints the table; each run's data items
 # and output stay in _output/bench/scheduler/.
 #
 #   hack/bench-scheduler.sh                 # everything: about 70 min on 2 shared cores
-#   REPS=3 REPS_LARGE=1 hack/bench-scheduler.sh
+#   REPS=5 hack/bench-scheduler.sh         # the fewest repetitions that make an interval (>= 90% coverage)
 #   ONLY='^Runners/' hack/bench-scheduler.sh # some workloads (regexp on Base/Workload)
 #   hack/bench-scheduler.sh short           # the tiny `short` variant of each once (make test, ~2 min)
-#   hack/bench-scheduler.sh report          # rebuild the report from _output/bench/scheduler
+#   hack/bench-scheduler.sh report          # rebuild the report from the latest invocation's runs in _output/bench/scheduler
+#   RUN_ID=20261205T101500 hack/bench-scheduler.sh report   # ... or from an earlier invocation's
 #   hack/bench-scheduler.sh profile Runners/500Nodes_2000Runners   # tandem side once, CPU profile
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,7 +20,8 @@ cd "${ROOT}"
 
 MODE="${1:-full}"
 REPS="${REPS:-7}"
-REPS_LARGE="${REPS_LARGE:-3}"
+# A median's interval needs 5 repetitions at least (test/bench/compare).
+REPS_LARGE="${REPS_LARGE:-5}"
 ONLY="${ONLY:-}"
 OUT="${ROOT}/_output/bench"
 BINARY="${OUT}/bench.test"
@@ -38,7 +40,7 @@ case "${MODE}" in
   full)
     build
     "${DRIVER}" -binary "${BINARY}" -out "${OUT}/scheduler" -json "${OUT}/scheduler.json" \
-      -reps "${REPS}" -reps-large "${REPS_LARGE}" -only "${ONLY}"
+      -reps "${REPS}" -reps-large "${REPS_LARGE}" -only "${ONLY}" -commit "$(git describe --always --dirty 2>/dev/null || echo unknown)"
     ;;
   short)
     build
@@ -46,7 +48,7 @@ case "${MODE}" in
     ;;
   report)
     go build -o "${DRIVER}" ./test/bench/cmd/bench-scheduler
-    "${DRIVER}" -report-only -out "${OUT}/scheduler" -json "${OUT}/scheduler.json" -only "${ONLY}"
+    "${DRIVER}" -report-only -out "${OUT}/scheduler" -json "${OUT}/scheduler.json" -only "${ONLY}" -run-id "${RUN_ID:-}"
     ;;
   profile)
     workload="${2:?usage: hack/bench-scheduler.sh profile Base/Workload}"

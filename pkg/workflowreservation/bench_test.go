@@ -30,7 +30,7 @@ const benchRunners = 20000
 // spread over nodes, half of them claimed, and the node n0 with its pods.
 func benchPlugin(b *testing.B, nodes int) (*WorkflowReservation, fwk.NodeInfo) {
 	b.Helper()
-	pl, h := newTestPlugin(&testing.T{}, defaultArgs(), false)
+	pl, h := newTestPlugin(b, defaultArgs(), false)
 	h.recorder.Events = nil // a FakeRecorder without a channel drops events
 	var onNode0 []*v1.Pod
 	for i := range benchRunners {

@@ -122,14 +122,14 @@ func defaultArgs() *config.WorkflowReservationArgs {
 
 // newTestPlugin builds the plugin on a fake clientset holding objs, with
 // informers started and synced when withInformers is set.
-func newTestPlugin(t *testing.T, args *config.WorkflowReservationArgs, withInformers bool, objs ...runtime.Object) (*WorkflowReservation, *fakeHandle) {
+func newTestPlugin(t testing.TB, args *config.WorkflowReservationArgs, withInformers bool, objs ...runtime.Object) (*WorkflowReservation, *fakeHandle) {
 	t.Helper()
 	return newTestReplica(t, args, nil, "", withInformers, objs...)
 }
 
 // newTestReplica is newTestPlugin for a replica with the given leadership
 // (nil: leads) and profile name (empty: "test").
-func newTestReplica(t *testing.T, args *config.WorkflowReservationArgs, leader *leadership.Leadership, profile string, withInformers bool, objs ...runtime.Object) (*WorkflowReservation, *fakeHandle) {
+func newTestReplica(t testing.TB, args *config.WorkflowReservationArgs, leader *leadership.Leadership, profile string, withInformers bool, objs ...runtime.Object) (*WorkflowReservation, *fakeHandle) {
 	t.Helper()
 	if withInformers && !hasNode(objs, "n1") {
 		// The node most tests bind their pods to: the reconciler releases
@@ -141,7 +141,7 @@ func newTestReplica(t *testing.T, args *config.WorkflowReservationArgs, leader *
 
 // newTestPluginOn is newTestReplica on client, which the caller may have
 // given reactors.
-func newTestPluginOn(t *testing.T, client *fake.Clientset, args *config.WorkflowReservationArgs, leader *leadership.Leadership, profile string, withInformers bool) (*WorkflowReservation, *fakeHandle) {
+func newTestPluginOn(t testing.TB, client *fake.Clientset, args *config.WorkflowReservationArgs, leader *leadership.Leadership, profile string, withInformers bool) (*WorkflowReservation, *fakeHandle) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -150,7 +150,7 @@ func newTestPluginOn(t *testing.T, client *fake.Clientset, args *config.Workflow
 
 // newTestPluginIn is newTestPluginOn for a scheduler that runs until ctx
 // is done.
-func newTestPluginIn(ctx context.Context, t *testing.T, client *fake.Clientset, args *config.WorkflowReservationArgs, leader *leadership.Leadership, profile string, withInformers bool) (*WorkflowReservation, *fakeHandle) {
+func newTestPluginIn(ctx context.Context, t testing.TB, client *fake.Clientset, args *config.WorkflowReservationArgs, leader *leadership.Leadership, profile string, withInformers bool) (*WorkflowReservation, *fakeHandle) {
 	t.Helper()
 	h := &fakeHandle{client: client, recorder: events.NewFakeRecorder(100), profile: profile}
 	if withInformers {

@@ -57,7 +57,7 @@ func BenchmarkRunnerLifetimes(b *testing.B) {
 		ctx := context.Background()
 		logger := klog.Background()
 		for range b.N {
-			pl, h := newTestPlugin(&testing.T{}, defaultArgs(), false)
+			pl, h := newTestPlugin(b, defaultArgs(), false)
 			h.recorder.Events = nil // a FakeRecorder without a channel drops events
 			runLifetimes(b, pl, nil, func(name string, node *v1.Node) {
 				lifetime(ctx, b, logger, pl, name, node)
@@ -75,7 +75,7 @@ func BenchmarkRunnerLifetimes(b *testing.B) {
 			// fake.NewClientset builds a REST mapper on every create, most of
 			// this benchmark's time.
 			client := fake.NewSimpleClientset(objs...)
-			pl, h := newTestPluginOn(&testing.T{}, client, podsModeArgs(), nil, "", true)
+			pl, h := newTestPluginOn(b, client, podsModeArgs(), nil, "", true)
 			h.recorder.Events = nil
 			w, err := h.client.CoreV1().Pods("arc").Watch(ctx, metav1.ListOptions{})
 			if err != nil {

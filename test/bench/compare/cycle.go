@@ -28,8 +28,9 @@ type CycleReport struct {
 }
 
 // CycleCase is one case over its runs (-count): medians, and the median of
-// the runs' tandem/vanilla ratios (each paired within its run) with its 90%
-// bootstrap interval and the verdict it gives against Target.
+// the runs' tandem/vanilla ratios (each paired within its run) with its
+// distribution-free interval (at least 90% coverage, medianInterval) and the
+// verdict it gives against Target.
 type CycleCase struct {
 	Name    string `json:"name"`
 	Nodes   int    `json:"nodes"`
@@ -37,6 +38,9 @@ type CycleCase struct {
 	Kind    string `json:"kind"`
 	Profile string `json:"profile"`
 	Runs    int    `json:"runs"`
+	// Lost counts runs whose result line a log line split from the case's
+	// name: they cannot be read, and CheckRuns reports them.
+	Lost int `json:"lost,omitempty"`
 
 	TandemNs      float64 `json:"tandemNsPerCycle"`
 	VanillaNs     float64 `json:"vanillaNsPerCycle"`
@@ -45,8 +49,11 @@ type CycleCase struct {
 
 	Ratio         float64   `json:"ratio"`
 	RatioInterval *Interval `json:"ratioInterval,omitempty"`
-	Target        float64   `json:"target"`
-	Verdict       string    `json:"verdict"`
+	// IntervalCoverage is the probability that RatioInterval covers the
+	// median (at least IntervalLevel; medianInterval).
+	IntervalCoverage float64 `json:"intervalCoverage,omitempty"`
+	Target           float64 `json:"target"`
+	Verdict          string  `json:"verdict"`
 }
 
 // cycleName is a case's name: BenchmarkCycle/<n>Nodes/<n>Held/<kind>/<profile>-<procs>.
@@ -68,28 +75,9 @@ func ParseCycle(r io.Reader) ([]CycleCase, error) {
 		if len(fields) < 4 || !strings.HasPrefix(fields[0], "BenchmarkCycle/") {
 			continue
 		}
-		if _, err := strconv.Atoi(fields[1]); err != nil {
-			// A log line printed between the name and the results (go
-			// test prints them as they come): this run's result line lost
-			// its name, and the run does not count.
-			continue
-		}
 		m := cycleName.FindStringSubmatch(fields[0])
 		if m == nil {
 			return nil, fmt.Errorf("benchmark %q: not BenchmarkCycle/<n>Nodes/<n>Held/<kind>/<profile>", fields[0])
-		}
-		metrics := map[string]float64{}
-		for i := 2; i+1 < len(fields); i += 2 {
-			v, err := strconv.ParseFloat(fields[i], 64)
-			if err != nil {
-				return nil, fmt.Errorf("benchmark %s: value %q: %w", fields[0], fields[i], err)
-			}
-			metrics[fields[i+1]] = v
-		}
-		for _, unit := range []string{"ns/op", "vanilla-ns/op", "tandem/vanilla"} {
-			if _, ok := metrics[unit]; !ok {
-				return nil, fmt.Errorf("benchmark %s: no %s", fields[0], unit)
-			}
 		}
 		name := strings.TrimPrefix(fields[0], "BenchmarkCycle/")
 		name = strings.TrimSuffix(name, m[5])
@@ -104,6 +92,26 @@ func ParseCycle(r io.Reader) ([]CycleCase, error) {
 			rs = &runs{c: CycleCase{Name: name, Nodes: nodes, Held: held, Kind: m[3], Profile: m[4], Target: target}}
 			byName[name] = rs
 			order = append(order, name)
+		}
+		if _, err := strconv.Atoi(fields[1]); err != nil {
+			// A log line printed between the name and the results (go
+			// test prints them as they come): this run's result line lost
+			// its name.
+			rs.c.Lost++
+			continue
+		}
+		metrics := map[string]float64{}
+		for i := 2; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				return nil, fmt.Errorf("benchmark %s: value %q: %w", fields[0], fields[i], err)
+			}
+			metrics[fields[i+1]] = v
+		}
+		for _, unit := range []string{"ns/op", "vanilla-ns/op", "tandem/vanilla"} {
+			if _, ok := metrics[unit]; !ok {
+				return nil, fmt.Errorf("benchmark %s: no %s", fields[0], unit)
+			}
 		}
 		rs.tandem = append(rs.tandem, metrics["ns/op"])
 		rs.vanilla = append(rs.vanilla, metrics["vanilla-ns/op"])
@@ -122,9 +130,9 @@ func ParseCycle(r io.Reader) ([]CycleCase, error) {
 		c.TandemNs, c.VanillaNs = round(median(rs.tandem)), round(median(rs.vanilla))
 		c.TandemAllocs, c.VanillaAllocs = round(median(rs.ta)), round(median(rs.va))
 		c.Ratio = round(median(rs.ratio))
-		iv, ok := bootstrapMedian(rs.ratio)
+		iv, coverage, ok := medianInterval(rs.ratio)
 		if ok {
-			c.RatioInterval = &iv
+			c.RatioInterval, c.IntervalCoverage = &iv, round(coverage)
 		}
 		c.Verdict = verdictAtMost(iv, ok, c.Target)
 		out = append(out, c)
@@ -132,10 +140,25 @@ func ParseCycle(r io.Reader) ([]CycleCase, error) {
 	return out, nil
 }
 
+// CheckRuns reports every case that does not have want runs (-count), or
+// lost one to a log line: a run that failed, or output of another -count.
+func CheckRuns(cases []CycleCase, want int) error {
+	var bad []string
+	for _, c := range cases {
+		if c.Runs != want || c.Lost > 0 {
+			bad = append(bad, fmt.Sprintf("%s: %d runs (%d lost to a log line), want %d", c.Name, c.Runs, c.Lost, want))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("cases without their runs:\n  %s", strings.Join(bad, "\n  "))
+	}
+	return nil
+}
+
 // WriteTable prints the cases, and per verdict how many.
 func (r CycleReport) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "case\truns\tvanilla µs\ttandem µs\ttandem/vanilla\t90%% interval\ttarget\tverdict\tvanilla allocs\ttandem allocs\t\n")
+	fmt.Fprintf(tw, "case\truns\tvanilla µs\ttandem µs\ttandem/vanilla\t≥90%% interval\ttarget\tverdict\tvanilla allocs\ttandem allocs\t\n")
 	verdicts := map[string]int{}
 	for _, c := range r.Cases {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.3f\t%s\t%.2f\t%s\t%.0f\t%.0f\t\n", c.Name, c.Runs,

@@ -21,7 +21,7 @@ func TestParseCycle(t *testing.T) {
 		out.WriteString("BenchmarkCycle/500Nodes/0Held/PlainPod/tandem-pods-2 \t 100\t 500000 ns/op\t 1100 allocs/op\t " + r.fast + " tandem/vanilla\t 1100 vanilla-allocs/op\t 500000 vanilla-ns/op\n")
 		out.WriteString("BenchmarkCycle/5000Nodes/1000Held/Runner/tandem-least-2 \t 100\t 1000000 ns/op\t 1100 allocs/op\t " + r.mixed + " tandem/vanilla\t 1100 vanilla-allocs/op\t 950000 vanilla-ns/op\n")
 	}
-	// A log line between a name and its results: that run does not count.
+	// A log line between a name and its results: that run is lost.
 	out.WriteString("BenchmarkCycle/500Nodes/20000Held/Runner/tandem-2 \tI1205 08:48:37.356155   11088 plugin.go:119] \"Warning\"\n")
 	out.WriteString(" \t 100\t 650000 ns/op\t 0.5 tandem/vanilla\t 1100 vanilla-allocs/op\t 500000 vanilla-ns/op\n")
 	out.WriteString("PASS\nok  \tgithub.com/tandem-scheduler/tandem/pkg/workflowreservation\t60.1s\n")
@@ -53,6 +53,18 @@ func TestParseCycle(t *testing.T) {
 		if c.RatioInterval == nil || c.RatioInterval.Low > c.Ratio || c.RatioInterval.High < c.Ratio {
 			t.Errorf("%s: interval %v does not hold the median %v", c.Name, c.RatioInterval, c.Ratio)
 		}
+	}
+	// The lost run is reported, and so is every case short of -count.
+	err = CheckRuns(cases, 5)
+	if err == nil || !strings.Contains(err.Error(), "500Nodes/20000Held/Runner/tandem: 5 runs (1 lost to a log line), want 5") ||
+		strings.Contains(err.Error(), "PlainPod") {
+		t.Errorf("CheckRuns(5) = %v, want the lost run reported, and only it", err)
+	}
+	if err := CheckRuns(cases[1:], 5); err != nil {
+		t.Errorf("CheckRuns of the cases with 5 runs each = %v", err)
+	}
+	if err := CheckRuns(cases[1:], 6); err == nil || !strings.Contains(err.Error(), "500Nodes/0Held/PlainPod/tandem-pods: 5 runs (0 lost to a log line), want 6") {
+		t.Errorf("CheckRuns(6) = %v, want the cases short of 6 runs reported", err)
 	}
 	if c := cases[0]; c.TandemNs != 650000 || c.VanillaNs != 500000 || c.TandemAllocs != 1200 || c.VanillaAllocs != 1100 {
 		t.Errorf("%s: medians %+v", c.Name, c)

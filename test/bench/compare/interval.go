@@ -3,7 +3,6 @@ package compare
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 )
 
@@ -40,44 +39,54 @@ func (iv *Interval) String() string {
 	return fmt.Sprintf("[%.3f, %.3f]", iv.Low, iv.High)
 }
 
-// bootstrapResamples and bootstrapLevel make the interval: the 5th and 95th
-// percentiles of the medians of 10,000 resamples.
+// The interval of a median is distribution-free: the order statistics
+// x(k) and x(n+1-k) of n independent repetitions bracket the population
+// median unless at least n+1-k of them fall on one side of it, so they
+// cover it with probability 1 - 2 P(Binomial(n, 1/2) <= k-1), whatever the
+// ratios' distribution. medianInterval takes the largest k (the narrowest
+// such interval) whose coverage is at least IntervalLevel. Fewer than
+// MinIntervalReps repetitions cannot reach it (with 4, min and max cover
+// 87.5%; with 3, 75%), and make no interval: the verdict is then "not
+// established", whatever the median.
 const (
-	bootstrapResamples = 10000
-	bootstrapLevel     = 0.90
-	// minIntervalReps is the fewest paired repetitions an interval is made
-	// from: with fewer, resamples repeat the same few values.
-	minIntervalReps = 3
+	// IntervalLevel is the least coverage of an interval.
+	IntervalLevel = 0.90
+	// MinIntervalReps is the fewest repetitions that make an interval.
+	MinIntervalReps = 5
 )
 
-// bootstrapMedian returns the percentile bootstrap interval, at
-// bootstrapLevel, of the median of xs (paired per-repetition ratios), and
-// false for fewer than minIntervalReps values. The generator is seeded from
-// the values, so the same runs always give the same interval.
-func bootstrapMedian(xs []float64) (Interval, bool) {
+// medianInterval returns the interval of the median of xs (the paired
+// per-repetition ratios) that covers it with probability at least
+// IntervalLevel, that probability, and false for fewer than
+// MinIntervalReps values.
+func medianInterval(xs []float64) (Interval, float64, bool) {
 	n := len(xs)
-	if n < minIntervalReps {
-		return Interval{}, false
+	k, coverage := orderStatistic(n)
+	if k == 0 {
+		return Interval{}, 0, false
 	}
-	var seed uint64
-	for _, x := range xs {
-		seed = seed*31 + math.Float64bits(x)
-	}
-	rng := rand.New(rand.NewPCG(seed, uint64(n)))
-	medians := make([]float64, bootstrapResamples)
-	sample := make([]float64, n)
-	for i := range medians {
-		for j := range sample {
-			sample[j] = xs[rng.IntN(n)]
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return Interval{Low: round(s[k-1]), High: round(s[n-k])}, coverage, true
+}
+
+// orderStatistic returns, for n repetitions, the largest k for which
+// [x(k), x(n+1-k)] covers the median with probability at least
+// IntervalLevel, and that probability; 0 if even k = 1 does not.
+func orderStatistic(n int) (int, float64) {
+	best, coverage := 0, 0.0
+	// tail is P(Binomial(n, 1/2) <= k-1), accumulated as k grows.
+	tail, term := 0.0, math.Pow(0.5, float64(n))
+	for k := 1; 2*k <= n+1; k++ {
+		tail += term
+		term = term * float64(n-(k-1)) / float64(k)
+		c := 1 - 2*tail
+		if c < IntervalLevel {
+			break
 		}
-		medians[i] = median(sample)
+		best, coverage = k, c
 	}
-	slices.Sort(medians)
-	tail := (1 - bootstrapLevel) / 2
-	at := func(q float64) float64 {
-		return medians[min(int(q*float64(len(medians))), len(medians)-1)]
-	}
-	return Interval{Low: round(at(tail)), High: round(at(1 - tail))}, true
+	return best, coverage
 }
 
 // verdictAtLeast judges an interval against a target the ratio must reach

@@ -27,8 +27,12 @@ type Result struct {
 
 // Report is the comparison, as written to scheduler.json.
 type Report struct {
-	Date      string           `json:"date"`
-	CPUs      int              `json:"cpus"`
+	Date string `json:"date"`
+	CPUs int    `json:"cpus"`
+	// RunID and Commit name the invocation whose runs the report compares
+	// and the source it measured.
+	RunID     string           `json:"runID,omitempty"`
+	Commit    string           `json:"commit,omitempty"`
 	Workloads []WorkloadReport `json:"workloads"`
 }
 
@@ -36,8 +40,9 @@ type Report struct {
 // medians over the repetitions; a ratio is tandem / vanilla, the median of
 // the per-repetition ratios (the two sides of a repetition ran back to
 // back); a spread is (max - min) / median of those per-repetition ratios;
-// an interval is the 90% bootstrap interval of that median (bootstrapMedian,
-// at least 3 repetitions), and the verdicts judge the intervals against
+// an interval is the distribution-free interval of that median with at
+// least 90% coverage (medianInterval, at least MinIntervalReps
+// repetitions), and the verdicts judge the intervals against
 // ThroughputTarget and P99LatencyTarget.
 type WorkloadReport struct {
 	Name    string `json:"name"`
@@ -55,9 +60,11 @@ type WorkloadReport struct {
 	P99LatencyRatioSpread float64 `json:"p99LatencyRatioSpread"`
 
 	// ThroughputInterval and P99LatencyInterval are nil with fewer than
-	// 3 repetitions.
+	// MinIntervalReps repetitions; IntervalCoverage is the probability that
+	// each covers its median.
 	ThroughputInterval *Interval `json:"throughputRatioInterval,omitempty"`
 	P99LatencyInterval *Interval `json:"p99LatencyRatioInterval,omitempty"`
+	IntervalCoverage   float64   `json:"intervalCoverage,omitempty"`
 	// ThroughputVerdict and P99LatencyVerdict are Met, NotMet or
 	// NotEstablished; Verdict combines them: NotMet if either is, Met if
 	// both are.
@@ -159,10 +166,10 @@ func Aggregate(workloads []Workload, results []Result, date time.Time, cpus int)
 
 // judge sets the intervals and verdicts from the per-repetition ratios.
 func (wr *WorkloadReport) judge(throughput, p99 []float64) {
-	t, tok := bootstrapMedian(throughput)
-	l, lok := bootstrapMedian(p99)
+	t, coverage, tok := medianInterval(throughput)
+	l, _, lok := medianInterval(p99)
 	if tok {
-		wr.ThroughputInterval = &t
+		wr.ThroughputInterval, wr.IntervalCoverage = &t, round(coverage)
 	}
 	if lok {
 		wr.P99LatencyInterval = &l
@@ -244,7 +251,7 @@ func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 // latency with their ratios, then the algorithm and SLI latencies.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "workload\treps\tvanilla pods/s\ttandem pods/s\tthroughput ratio\t90%% interval\tspread\tvanilla p50/p99 ms\ttandem p50/p99 ms\tp99 ratio\t90%% interval\tspread\tverdict (>= %.2f, <= %.2f)\tmax load\t\n",
+	fmt.Fprintf(tw, "workload\treps\tvanilla pods/s\ttandem pods/s\tthroughput ratio\t≥90%% interval\tspread\tvanilla p50/p99 ms\ttandem p50/p99 ms\tp99 ratio\t≥90%% interval\tspread\tverdict (>= %.2f, <= %.2f)\tmax load\t\n",
 		ThroughputTarget, P99LatencyTarget)
 	for _, wr := range r.Workloads {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.3f\t%s\t%.2f\t%s\t%s\t%.3f\t%s\t%.2f\t%s\t%.1f\t\n", wr.Name, wr.Repetitions,

@@ -28,6 +28,10 @@ type Runner struct {
 	Env []string
 	// LoadAvg reads the 1-minute load average; nil reads /proc/loadavg.
 	LoadAvg func() (float64, error)
+	// RunID names the invocation the runs belong to, and Commit the
+	// source they measured (`git describe --always --dirty`): a report
+	// rebuilt from Out reads the runs of one invocation only.
+	RunID, Commit string
 }
 
 // record is a run's result.json.
@@ -43,6 +47,8 @@ type record struct {
 	Start    time.Time `json:"start"`
 	Seconds  float64   `json:"seconds"`
 	Err      string    `json:"error,omitempty"`
+	RunID    string    `json:"runID,omitempty"`
+	Commit   string    `json:"commit,omitempty"`
 }
 
 // RunDir is where run's files go.
@@ -77,7 +83,7 @@ func (r *Runner) Run(ctx context.Context, run Run, order int, extra ...string) R
 	} else {
 		res.Sample, res.Err = sampleOf(samples, key(run.Workload.TestCase(run.Side), run.Workload.Name))
 	}
-	if err := writeRecord(dir, res); err != nil && res.Err == "" {
+	if err := writeRecord(dir, res, r.RunID, r.Commit); err != nil && res.Err == "" {
 		res.Err = err.Error()
 	}
 	return res
@@ -201,11 +207,11 @@ func ReadLoadAvg() (float64, error) {
 	return strconv.ParseFloat(fields[0], 64)
 }
 
-func writeRecord(dir string, res Result) error {
+func writeRecord(dir string, res Result, runID, commit string) error {
 	rec := record{
 		Rep: res.Rep, Order: res.Order, Base: res.Workload.Base, Workload: res.Workload.Name, Nodes: res.Workload.Nodes,
 		Short: res.Workload.Short, Side: res.Side, MaxLoad1: res.MaxLoad1, Start: res.Start,
-		Seconds: res.Duration.Seconds(), Err: res.Err,
+		Seconds: res.Duration.Seconds(), Err: res.Err, RunID: runID, Commit: commit,
 	}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
@@ -215,37 +221,66 @@ func writeRecord(dir string, res Result) error {
 }
 
 // ReadResults reads back the runs under out (their result.json and data
-// items), e.g. to rebuild a report from an interrupted run.
-func ReadResults(out string) ([]Result, error) {
-	records, err := filepath.Glob(filepath.Join(out, "r*-*", "result.json"))
+// items), e.g. to rebuild a report from an interrupted run: those of the
+// invocation runID, or of the latest invocation when runID is empty. Runs
+// of earlier invocations (another commit, other repetitions) are left out,
+// and so is what a run measured outside its window. It returns the
+// invocation read and the commit it measured.
+func ReadResults(out, runID string) ([]Result, string, string, error) {
+	files, err := filepath.Glob(filepath.Join(out, "r*-*", "result.json"))
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
-	var results []Result
-	for _, file := range records {
+	type read struct {
+		file string
+		rec  record
+	}
+	var recs []read
+	var latest time.Time
+	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, err
+			return nil, "", "", err
 		}
 		var rec record
 		if err := json.Unmarshal(data, &rec); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
+			return nil, "", "", fmt.Errorf("%s: %w", file, err)
 		}
+		recs = append(recs, read{file, rec})
+		if runID == "" || rec.RunID == runID {
+			if rec.Start.After(latest) {
+				latest = rec.Start
+			}
+		}
+	}
+	if runID == "" {
+		for _, r := range recs {
+			if r.rec.Start.Equal(latest) {
+				runID = r.rec.RunID
+			}
+		}
+	}
+	var results []Result
+	commit := ""
+	for _, r := range recs {
+		rec := r.rec
+		if rec.RunID != runID {
+			continue
+		}
+		commit = rec.Commit
 		w := Workload{Base: rec.Base, Name: rec.Workload, Nodes: rec.Nodes, Short: rec.Short}
 		res := Result{
 			Run: Run{Rep: rec.Rep, Workload: w, Side: rec.Side}, Order: rec.Order, MaxLoad1: rec.MaxLoad1,
 			Start: rec.Start, Duration: time.Duration(rec.Seconds * float64(time.Second)), Err: rec.Err,
 		}
 		if rec.Err == "" {
-			samples, err := ReadDir(filepath.Dir(file))
+			samples, err := ReadDir(filepath.Dir(r.file))
 			if err != nil {
-				return nil, err
+				return nil, "", "", err
 			}
-			if s, ok := samples[key(w.TestCase(rec.Side), w.Name)]; ok {
-				res.Sample = &s
-			}
+			res.Sample, res.Err = sampleOf(samples, key(w.TestCase(rec.Side), w.Name))
 		}
 		results = append(results, res)
 	}
-	return results, nil
+	return results, runID, commit, nil
 }

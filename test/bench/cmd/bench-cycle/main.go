@@ -1,7 +1,8 @@
 // Command bench-cycle summarises BenchmarkCycle (pkg/workflowreservation):
 // per case, the median of the runs' paired tandem/vanilla ratios with its
-// 90% bootstrap interval and the verdict against the per-cycle target. It
-// reads go test -bench output, writes the summary as JSON and prints it.
+// distribution-free interval (at least 90% coverage) and the verdict against
+// the per-cycle target. It reads go test -bench output, writes the summary
+// as JSON and prints it, and fails when a case has not -runs runs.
 // hack/bench-cycle.sh runs the benchmark and calls it.
 package main
 
@@ -26,6 +27,7 @@ func main() {
 func run() error {
 	in := flag.String("in", "", "go test -bench output of BenchmarkCycle")
 	out := flag.String("json", "", "where to write the summary")
+	want := flag.Int("runs", 0, "the runs (-count) every case must have; 0: any")
 	flag.Parse()
 	f, err := os.Open(*in)
 	if err != nil {
@@ -49,5 +51,11 @@ func run() error {
 			return err
 		}
 	}
-	return report.WriteTable(os.Stdout)
+	if err := report.WriteTable(os.Stdout); err != nil {
+		return err
+	}
+	if *want > 0 {
+		return compare.CheckRuns(cases, *want)
+	}
+	return nil
 }

@@ -31,6 +31,7 @@ func main() {
 
 type options struct {
 	binary, dir, out, jsonOut, only, profile string
+	runID, commit                            string
 	reps, repsLarge, largeNodes              int
 	short, reportOnly                        bool
 }
@@ -42,12 +43,14 @@ func run() error {
 	flag.StringVar(&o.out, "out", "_output/bench/scheduler", "directory for the runs")
 	flag.StringVar(&o.jsonOut, "json", "_output/bench/scheduler.json", "where to write the report")
 	flag.IntVar(&o.reps, "reps", 7, "repetitions of each workload")
-	flag.IntVar(&o.repsLarge, "reps-large", 3, "repetitions of workloads with at least -large-nodes nodes")
+	flag.IntVar(&o.repsLarge, "reps-large", 5, "repetitions of workloads with at least -large-nodes nodes")
 	flag.IntVar(&o.largeNodes, "large-nodes", 5000, "node count from which -reps-large applies")
 	flag.StringVar(&o.only, "only", "", "run only workloads whose name (Base/Workload) matches this regexp")
 	flag.BoolVar(&o.short, "short", false, "run the short variant of every workload once, in one process, and check that each measured")
 	flag.BoolVar(&o.reportOnly, "report-only", false, "run nothing: rebuild the report from the runs in -out")
 	flag.StringVar(&o.profile, "profile", "", "run the tandem side of this workload (Base/Workload) once with a CPU profile into -out")
+	flag.StringVar(&o.runID, "run-id", "", "with -report-only: the invocation whose runs to read (its runID in result.json); default the latest")
+	flag.StringVar(&o.commit, "commit", "", "the source measured (git describe), recorded with every run")
 	flag.Parse()
 
 	workloads, err := compare.LoadWorkloads(filepath.Join(o.dir, "performance-config.yaml"))
@@ -80,7 +83,8 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	runner := &compare.Runner{Binary: o.binary, Dir: o.dir, Out: o.out, Env: os.Environ()}
+	runner := &compare.Runner{Binary: o.binary, Dir: o.dir, Out: o.out, Env: os.Environ(),
+		RunID: time.Now().UTC().Format("20060102T150405"), Commit: o.commit}
 
 	switch {
 	case o.profile != "":
@@ -89,10 +93,12 @@ func run() error {
 		return short(ctx, runner, workloads, o.jsonOut)
 	}
 	var results []compare.Result
+	runID, commit := runner.RunID, runner.Commit
 	if o.reportOnly {
-		if results, err = compare.ReadResults(o.out); err != nil {
+		if results, runID, commit, err = compare.ReadResults(o.out, o.runID); err != nil {
 			return err
 		}
+		fmt.Printf("%d runs of invocation %s (commit %s)\n", len(results), runID, commit)
 	} else {
 		var full []compare.Workload
 		for _, w := range workloads {
@@ -105,7 +111,9 @@ func run() error {
 			return err
 		}
 	}
-	return report(compare.Aggregate(workloads, results, time.Now(), runtime.NumCPU()), o.jsonOut)
+	r := compare.Aggregate(workloads, results, time.Now(), runtime.NumCPU())
+	r.RunID, r.Commit = runID, commit
+	return report(r, o.jsonOut)
 }
 
 // runAll runs the plan, printing a line per run.
