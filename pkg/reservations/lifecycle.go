@@ -82,7 +82,7 @@ func (s *Store) transition(runner types.NamespacedName, fn func(r *Reservation) 
 	s.tally.count(&before, -1)
 	s.tally.count(r, 1)
 	if n := s.byNode[r.Node]; n != nil {
-		n.version++
+		n.changed()
 	}
 	return *r, true
 }

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -83,64 +82,11 @@ func (r *Reservation) Owns(pod *v1.Pod) bool {
 type Store struct {
 	mu    sync.RWMutex
 	byPod map[types.NamespacedName]*Reservation
-	// byNode holds each node's reservations; a node without any has no
+	// byNode holds each node's reservations: a node with reservations, or
+	// one that an index of the scheduler's nodes asked for (Nodes), has an
 	// entry.
 	byNode map[string]*NodeReservations
 	tally  tally
-}
-
-// NodeReservations are one node's reservations, sorted by runner name (then
-// namespace) so that a pod finds its runner's by binary search; a slice,
-// because Filter and Score walk it for every node of every cycle.
-type NodeReservations struct {
-	list []*Reservation
-	// version counts the changes to list: what Filter computed for the
-	// node stays right while it and the node's pods do not change.
-	version uint64
-	// held is what the list held against a pod without a reservation of
-	// its own, for one version and one generation of the node's pods
-	// (plugin.held). Filter and Score run for many nodes in parallel, under
-	// the store's read lock: hence atomic.
-	held atomic.Pointer[heldEntry]
-	// scan is what the plugin last read from the node's pods (opaque
-	// here), kept with the reservations so that it goes when they do. Set
-	// and read under the store's read lock, by calls for different nodes
-	// in parallel: hence atomic.
-	scan atomic.Value
-}
-
-// Scan returns what SetScan kept for the node, nil if nothing.
-func (n *NodeReservations) Scan() any { return n.scan.Load() }
-
-// SetScan keeps v for Scan; v is always of one type. It may be called
-// under the store's read lock.
-func (n *NodeReservations) SetScan(v any) { n.scan.Store(v) }
-
-type heldEntry struct {
-	version    uint64
-	generation int64
-	held       Held
-}
-
-// Reservations returns the node's reservations, sorted by runner name
-// (then namespace). The caller must not change them.
-func (n *NodeReservations) Reservations() []*Reservation { return n.list }
-
-// Cached returns what was cached for the node with Cache, if it was cached
-// for this generation of the node's pods and the node's reservations have
-// not changed since.
-func (n *NodeReservations) Cached(generation int64) (Held, bool) {
-	if h := n.held.Load(); h != nil && h.version == n.version && h.generation == generation {
-		return h.held, true
-	}
-	return Held{}, false
-}
-
-// Cache keeps what the node's reservations hold against a pod without a
-// reservation of its own, for this generation of the node's pods and the
-// reservations as they are. It may be called under the store's read lock.
-func (n *NodeReservations) Cache(generation int64, held Held) {
-	n.held.Store(&heldEntry{version: n.version, generation: generation, held: held})
 }
 
 // Phases of a reservation, as the metrics name them.
@@ -215,14 +161,10 @@ func (s *Store) put(r *Reservation) {
 	defer s.mu.Unlock()
 	s.deleteLocked(r.Runner)
 	s.byPod[r.Runner] = r
-	n := s.byNode[r.Node]
-	if n == nil {
-		n = &NodeReservations{}
-		s.byNode[r.Node] = n
-	}
+	n := s.nodeLocked(r.Node)
 	i, _ := slices.BinarySearchFunc(n.list, r, byRunner)
 	n.list = slices.Insert(n.list, i, r)
-	n.version++
+	n.changed()
 	s.tally.count(r, 1)
 }
 
@@ -253,26 +195,10 @@ func (s *Store) deleteLocked(runner types.NamespacedName) {
 	if i := slices.Index(n.list, r); i >= 0 {
 		n.list = slices.Delete(n.list, i, i+1)
 	}
-	n.version++
-	if len(n.list) == 0 {
-		delete(s.byNode, r.Node)
+	n.changed()
+	if len(n.list) == 0 && !n.indexed {
+		s.dropLocked(n)
 	}
-}
-
-// ReleaseNode deletes every reservation on node and returns them.
-func (s *Store) ReleaseNode(node string) []*Reservation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.byNode[node]
-	if n == nil {
-		return nil
-	}
-	for _, r := range n.list {
-		s.tally.count(r, -1)
-		delete(s.byPod, r.Runner)
-	}
-	delete(s.byNode, node)
-	return n.list
 }
 
 // Get returns a copy of runner's reservation.
@@ -310,43 +236,6 @@ func (s *Store) SumOn(node string, count func(*Reservation) bool) Amount {
 		}
 	}
 	return sum
-}
-
-// CachedOn returns what node's reservations hold against a pod without a
-// reservation of its own, if NodeReservations.Cache kept it for this
-// generation of the node's pods and the reservations have not changed
-// since (ok), or the node holds none (held is zero, ok). Filter and Score
-// ask it for every node of every cycle: one read lock and one map lookup.
-func (s *Store) CachedOn(node string, generation int64) (held Held, ok bool) {
-	s.mu.RLock()
-	n := s.byNode[node]
-	if n == nil {
-		s.mu.RUnlock()
-		return Held{}, true
-	}
-	held, ok = n.Cached(generation)
-	s.mu.RUnlock()
-	return held, ok
-}
-
-// WithNode calls fn with node's reservations (nil if it has none) under the
-// read lock. fn must not change them, other than their held cache, nor
-// call the store.
-func (s *Store) WithNode(node string, fn func(n *NodeReservations)) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	fn(s.byNode[node])
-}
-
-// NodeVersion returns the version of node's reservations (0 if it has none),
-// for tests.
-func (s *Store) NodeVersion(node string) uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if n := s.byNode[node]; n != nil {
-		return n.version
-	}
-	return 0
 }
 
 // Counts returns the tally: reservations by phase and the room held unclaimed.

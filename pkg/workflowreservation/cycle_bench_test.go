@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -49,11 +50,14 @@ import (
 // across the nodes (the same pods in both snapshots; in Pods mode the held
 // ones with their placeholders).
 //
-// Each benchmark runs vanilla's cycles and tandem's in alternating blocks
-// on the same snapshot, so that what the machine does meanwhile falls on
-// both: ns/op, B/op and allocs/op are the tandem profile's per cycle,
-// vanilla-ns/op and vanilla-allocs/op vanilla's, and tandem/vanilla the
-// ratio of the two times, paired within the run. Run with
+// Each benchmark runs vanilla's cycles and tandem's on the same snapshot,
+// taking turns cycle by cycle, so that what the machine does meanwhile
+// falls on both: ns/op, B/op and allocs/op are the tandem profile's per
+// cycle, vanilla-ns/op and vanilla-allocs/op vanilla's, and tandem/vanilla
+// the ratio of the two times, paired within the run. The "vanilla" cases
+// measure vanilla's profile against itself: what the method makes of two
+// identical profiles. A CPU profile tells the sides apart by the label
+// side=vanilla, side=tandem (pprof -tagfocus). Run with
 //
 //	make bench-cycle       # -count 10; benchstat, and the ratios' intervals and verdicts
 //
@@ -70,7 +74,9 @@ profiles:
 - schedulerName: default-scheduler
 `
 
-// cycleProfiles are the tandem profiles measured against vanilla's.
+// cycleProfiles are the tandem profiles measured against vanilla's, and
+// vanilla's against itself (the calibration: how far apart the method puts
+// two identical profiles; run with nothing held, which it does not read).
 var cycleProfiles = []struct {
 	name string
 	// file is the KubeSchedulerConfiguration, from the repository's root.
@@ -83,12 +89,20 @@ var cycleProfiles = []struct {
 	{name: "tandem", file: "manifests/scheduler-config.yaml"},
 	{name: "tandem-least", file: "manifests/scheduler-config.yaml", scoring: config.LeastAllocated},
 	{name: "tandem-pods", file: "manifests/kustomize/pods/scheduler-config.yaml", pods: true},
+	{name: calibration},
 }
+
+// calibration names the case that measures vanilla's profile against
+// itself.
+const calibration = "vanilla"
 
 func BenchmarkCycle(b *testing.B) {
 	for _, nodes := range []int{500, 5000, 15000} {
 		for _, held := range []int{0, 1000, 20000} {
 			for _, profile := range cycleProfiles {
+				if profile.name == calibration && held > 0 {
+					continue
+				}
 				for _, kind := range []string{"PlainPod", "Runner"} {
 					b.Run(fmt.Sprintf("%dNodes/%dHeld/%s/%s", nodes, held, kind, profile.name), func(b *testing.B) {
 						env := cycleEnvFor(b, nodes, held, profile.name, profile.file, profile.scoring, profile.pods, kind)
@@ -192,9 +206,14 @@ func cycleEnvFor(b *testing.B, numNodes, held int, name, file string, scoring co
 		b.Fatal(err)
 	}
 	env.vanilla = newCycleSide(ctx, b, env.cluster, vanilla, "", "", kind)
-	env.tandem = newCycleSide(ctx, b, env.cluster, filepath.Join("..", "..", file), name, scoring, kind)
-	if got := len(env.tandem.pl.store.List()); got != held {
-		b.Fatalf("%d reservations rebuilt from the runner pods, want %d", got, held)
+	if name == calibration {
+		env.tandem = newCycleSide(ctx, b, env.cluster, vanilla, "", "", kind)
+		env.tandem.label = pprof.Labels("side", "calibration")
+	} else {
+		env.tandem = newCycleSide(ctx, b, env.cluster, filepath.Join("..", "..", file), name, scoring, kind)
+		if got := len(env.tandem.pl.store.List()); got != held {
+			b.Fatalf("%d reservations rebuilt from the runner pods, want %d", got, held)
+		}
 	}
 	// A round over every node first: caches filled, the informers'
 	// handlers done with the listed pods.
@@ -208,6 +227,7 @@ func cycleEnvFor(b *testing.B, numNodes, held int, name, file string, scoring co
 
 // cycleSide is one profile's framework, with the pod it schedules.
 type cycleSide struct {
+	label     pprof.LabelSet
 	ctx       context.Context
 	fw        framework.Framework
 	pl        *WorkflowReservation
@@ -238,7 +258,10 @@ func newCycleSide(ctx context.Context, b *testing.B, c *cycleCluster, file, name
 		client = fake.NewClientset(c.objs...)
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	side := &cycleSide{ctx: ctx}
+	side := &cycleSide{ctx: ctx, label: pprof.Labels("side", "tandem")}
+	if name == "" {
+		side.label = pprof.Labels("side", "vanilla")
+	}
 	registry := plugins.NewInTreeRegistry()
 	if err := registry.Merge(frameworkruntime.Registry{Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		p, err := newPlugin(ctx, obj, h, controllers.NewFeeder(nil))
@@ -328,46 +351,52 @@ type cycleCost struct {
 	ns, allocs, bytes uint64
 }
 
-// measure runs n cycles of side and adds what they took to cost.
-func (c *cycleSide) measure(b *testing.B, n int, cost *cycleCost) {
-	var before, after goruntime.MemStats
-	goruntime.ReadMemStats(&before)
+// measure runs one cycle of side and adds its time to cost.
+func (c *cycleSide) measure(b *testing.B, cost *cycleCost) {
 	start := time.Now()
-	for range n {
-		c.cycle(b)
-	}
+	pprof.Do(c.ctx, c.label, func(context.Context) { c.cycle(b) })
 	cost.ns += uint64(time.Since(start))
-	goruntime.ReadMemStats(&after)
-	cost.allocs += after.Mallocs - before.Mallocs
-	cost.bytes += after.TotalAlloc - before.TotalAlloc
 }
 
-// run measures b.N cycles of each side, in blocks, vanilla and tandem
-// taking turns at going first.
+// run measures b.N cycles of each side, taking turns cycle by cycle and at
+// going first, so that what runs meanwhile (the garbage collector, either
+// side's informers and reconciler) falls on both alike. Allocations are
+// counted over blocks of each side's cycles alone.
 func (e *cycleEnv) run(b *testing.B) {
-	const blocks = 10
 	var vanilla, tandem cycleCost
 	b.ReportAllocs() // printed as tandem's, below
 	b.ResetTimer()
-	done := 0
-	for i := 0; done < b.N; i++ {
-		n := min(max(b.N/blocks, 1), b.N-done)
+	for i := range b.N {
 		if i%2 == 0 {
-			e.vanilla.measure(b, n, &vanilla)
-			e.tandem.measure(b, n, &tandem)
+			e.vanilla.measure(b, &vanilla)
+			e.tandem.measure(b, &tandem)
 		} else {
-			e.tandem.measure(b, n, &tandem)
-			e.vanilla.measure(b, n, &vanilla)
+			e.tandem.measure(b, &tandem)
+			e.vanilla.measure(b, &vanilla)
 		}
-		done += n
 	}
 	b.StopTimer()
+	// Allocations per cycle, over a block of each side: not timed.
+	const allocCycles = 20
+	for _, side := range []struct {
+		c    *cycleSide
+		cost *cycleCost
+	}{{e.vanilla, &vanilla}, {e.tandem, &tandem}} {
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		for range allocCycles {
+			side.c.cycle(b)
+		}
+		goruntime.ReadMemStats(&after)
+		side.cost.allocs = (after.Mallocs - before.Mallocs) / allocCycles
+		side.cost.bytes = (after.TotalAlloc - before.TotalAlloc) / allocCycles
+	}
 	per := func(v uint64) float64 { return float64(v) / float64(b.N) }
 	b.ReportMetric(per(tandem.ns), "ns/op")
-	b.ReportMetric(per(tandem.bytes), "B/op")
-	b.ReportMetric(per(tandem.allocs), "allocs/op")
+	b.ReportMetric(float64(tandem.bytes), "B/op")
+	b.ReportMetric(float64(tandem.allocs), "allocs/op")
 	b.ReportMetric(per(vanilla.ns), "vanilla-ns/op")
-	b.ReportMetric(per(vanilla.allocs), "vanilla-allocs/op")
+	b.ReportMetric(float64(vanilla.allocs), "vanilla-allocs/op")
 	b.ReportMetric(float64(tandem.ns)/float64(vanilla.ns), "tandem/vanilla")
 }
 

@@ -79,6 +79,8 @@ type WorkflowReservation struct {
 	pairPods bool
 	// jobs lists the Jobs that name a step pod's runner (hooks v0.7.0).
 	jobs batchlisters.JobLister
+	// index finds the store's entry of a node of the snapshot.
+	index nodeIndexRef
 	// handoverState: with Pods, the in-tree Fit this plugin runs.
 	handoverState
 	// lifetime is the context the framework made the plugin in, done when
@@ -291,6 +293,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	if s.kind == kindOther && pl.store.Empty() && !pl.feeder.AnyNominated() && pl.fit == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	pl.index.update(pl.store, nodes)
 	s.request = reservations.PodAmount(pod)
 	s.hostPorts = podHostPorts(pod)
 	s.rejected = &atomic.Bool{}

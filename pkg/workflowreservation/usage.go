@@ -12,29 +12,35 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
-// held sums what the reservations on the node hold against the pod being
-// scheduled: not its own runner's (a workflow or step pod may use it), not
-// those the cycle's dry run removed, plus the workflow room of runners
-// nominated to the node. It reads the store, not a per-cycle copy: during a
-// cycle only informer handlers change it, and they only free room.
+// reservedOn sums what the reservations on the node hold against the pod
+// being scheduled: not its own runner's (a workflow or step pod may use
+// it), not those the cycle's dry run removed, plus the workflow room of
+// runners nominated to the node. It reads the store, not a per-cycle copy:
+// during a cycle only informer handlers change it, and they only free room.
 //
 // Filter and Score call it for every node of every cycle. What all of a
-// node's reservations hold is cached until the node's reservations or its
-// pods (the NodeInfo generation) change, so that in a steady cluster the
-// call is a lookup; pods with a reservation of their own and dry runs
-// compute it afresh.
+// node's reservations hold against a pod without a reservation of its own
+// is cached with the node's reservations until they or the node's pods
+// (the NodeInfo generation) change, and the node's entry is found through
+// the index of the snapshot's nodes (nodeIndex): in a steady cluster the
+// call is a map lookup by the NodeInfo and a few atomic loads, whatever
+// the number of reservations, with no lock taken. Pods with a reservation
+// of their own, dry runs and a node the index does not know compute it
+// afresh, under the store's read lock.
 func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeInfo) reservations.Held {
-	node := nodeInfo.Node().Name
 	own := s.kind == kindWorkflow || s.kind == kindStep
 	cacheable := !own && s.adjust.empty()
 	if cacheable {
-		if h, ok := pl.store.CachedOn(node, nodeInfo.GetGeneration()); ok {
-			return h
+		if n := pl.index.lookup(nodeInfo); n != nil {
+			if h, ok := n.Cached(nodeInfo.GetGeneration()); ok {
+				return h
+			}
 		}
 	}
+	node := nodeInfo.Node().Name
 	var out reservations.Held
 	pl.store.WithNode(node, func(n *reservations.NodeReservations) {
-		if n == nil {
+		if n == nil || len(n.Reservations()) == 0 {
 			return
 		}
 		generation := nodeInfo.GetGeneration()

@@ -1,0 +1,95 @@
+package reservations
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// An index of the scheduler's nodes keeps the store's entries of its nodes
+// and reads them without the lock: an entry stays while the index holds it,
+// even with no reservation, and one the store no longer keeps says so
+// (Gone), so that nobody reads a node's room from an entry that no longer
+// gets the node's reservations.
+func TestNodesKeepsTheIndexedEntries(t *testing.T) {
+	s := NewStore()
+	a := &Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: Amount{MilliCPU: 1000, Pods: 1}}
+	s.Take(a)
+	first := s.Nodes([]string{"n1", "n2"})
+	if len(first) != 2 || first[0].Name() != "n1" || first[1].Name() != "n2" {
+		t.Fatalf("entries %v, want n1 and n2 in that order", first)
+	}
+	if got := len(first[0].Reservations()); got != 1 {
+		t.Errorf("n1's entry holds %d reservations, want a's", got)
+	}
+	// The last reservation of an indexed node goes: its entry stays, and
+	// gets the node's next one.
+	s.Release(a.Runner, "")
+	if first[0].Gone() {
+		t.Fatal("the indexed entry of n1 went with its last reservation")
+	}
+	if h, ok := first[0].Cached(1); !ok || !h.Amount.IsZero() {
+		t.Errorf("n1 without reservations: held %v (known %t), want nothing, known", h.Amount, ok)
+	}
+	b := &Reservation{Runner: key("b"), RunnerUID: "b", Node: "n1", Size: Amount{MilliCPU: 500, Pods: 1}}
+	s.Take(b)
+	if got := first[0].Reservations(); len(got) != 1 || got[0] != b {
+		t.Fatalf("n1's indexed entry holds %v, want b", got)
+	}
+	if _, ok := first[0].Cached(1); ok {
+		t.Error("n1 holds b, never cached: the entry answered from a cache")
+	}
+
+	// A new index of n2 and n3: new entries for both, holding what the
+	// old ones held (n2's old entry is gone); n1, with a reservation,
+	// keeps its entry, in no index now.
+	second := s.Nodes([]string{"n2", "n3"})
+	if first[0].Gone() || !first[1].Gone() {
+		t.Errorf("the entries of the first index: n1 gone %t, n2 gone %t; want n2's only", first[0].Gone(), first[1].Gone())
+	}
+	if second[0].Gone() || second[1].Gone() || second[0] == first[1] {
+		t.Fatal("the second index's entries are gone, or n2's is the old one")
+	}
+	var n1 *NodeReservations
+	s.WithNode("n1", func(n *NodeReservations) { n1 = n })
+	if n1 != first[0] || len(n1.Reservations()) != 1 {
+		t.Fatalf("n1 after the second index: %v, want an entry holding b", n1)
+	}
+	// n1 is in no index: its entry goes with its last reservation.
+	s.Release(b.Runner, "")
+	if !n1.Gone() {
+		t.Error("n1, in no index and without reservations, kept its entry")
+	}
+	// n3 is deleted: its entry is gone, whatever the index.
+	s.Take(&Reservation{Runner: key("c"), RunnerUID: "c", Node: "n3", Size: Amount{MilliCPU: 500, Pods: 1}})
+	if got := s.ReleaseNode("n3"); len(got) != 1 || !second[1].Gone() {
+		t.Errorf("ReleaseNode(n3) returned %d reservations, n3's entry gone %t; want 1, gone", len(got), second[1].Gone())
+	}
+	if _, ok := second[1].Cached(1); ok {
+		t.Error("a gone entry answered from its cache")
+	}
+}
+
+// What Cached answers: nothing held on a node without reservations, the
+// cached value while the node's reservations and pods are as they were
+// when it was cached, and nothing known once either changed.
+func TestNodeCached(t *testing.T) {
+	s := NewStore()
+	n := s.Nodes([]string{"n1"})[0]
+	if h, ok := n.Cached(7); !ok || !h.Amount.IsZero() {
+		t.Fatalf("no reservations: %v, %t; want nothing held, known", h.Amount, ok)
+	}
+	s.Take(&Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: Amount{MilliCPU: 1000, Pods: 1}})
+	held := Held{Amount: Amount{MilliCPU: 1000, Pods: 1}}
+	s.WithNode("n1", func(n *NodeReservations) { n.Cache(7, held) })
+	if h, ok := n.Cached(7); !ok || !cmp.Equal(h, held) {
+		t.Fatalf("cached for generation 7: %v, %t; want %v", h, ok, held)
+	}
+	if _, ok := n.Cached(8); ok {
+		t.Error("the node's pods changed (generation 8), the cache still answered")
+	}
+	s.MarkBound(key("a"), "a")
+	if _, ok := n.Cached(7); ok {
+		t.Error("a reservation of the node changed, the cache still answered")
+	}
+}

@@ -1,0 +1,183 @@
+package workflowreservation
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/pkg/fwk"
+	"github.com/tandem-scheduler/tandem/pkg/reservations"
+)
+
+// fourNodes is a node list as the scheduler's snapshot hands it to
+// PreFilter: n0 to n3, 4 cpu each, nothing on them.
+func fourNodes() []fwk.NodeInfo {
+	var out []fwk.NodeInfo
+	for i := range 4 {
+		out = append(out, nodeInfo(st.MakeNode().Name(fmt.Sprintf("n%d", i)).Capacity(units("4")).Obj()))
+	}
+	return out
+}
+
+// heldOn runs a plain pod's cycle up to Filter on nodes and returns what
+// the plugin counts as held on nodes[i].
+func heldOn(t *testing.T, pl *WorkflowReservation, nodes []fwk.NodeInfo, i int) reservations.Held {
+	t.Helper()
+	cs := framework.NewCycleState()
+	pod := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("1")).Obj()
+	if _, status := pl.PreFilter(context.Background(), cs, pod, nodes); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl.reservedOn(s, nodes[i])
+}
+
+// Filter and Score find a node's reservations through the index PreFilter
+// made of the node list, keyed by NodeInfo: no name is looked up, and what
+// they read follows the node's reservations and pods as they change.
+func TestHeldRoomThroughTheNodeIndex(t *testing.T) {
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	nodes := fourNodes()
+	pl.store.Take(oneUnitReservation("r1")) // on n1
+	n1 := nodes[1]
+	if got := heldOn(t, pl, nodes, 1); got.Amount.MilliCPU != 1000 {
+		t.Fatalf("n1 holds %dm, want r1's 1000m", got.Amount.MilliCPU)
+	}
+	for i, ni := range nodes {
+		if n := pl.index.lookup(ni); n == nil || n.Name() != ni.Node().Name {
+			t.Errorf("node %d (%s): index entry %v, want the node's", i, ni.Node().Name, n)
+		}
+	}
+
+	// The node's reservations change: the same entry, another answer.
+	pl.store.Take(&reservations.Reservation{Runner: key("r2"), RunnerUID: "r2", Node: "n1", Size: reservations.Amount{MilliCPU: 2000, Pods: 1}})
+	if got := heldOn(t, pl, nodes, 1); got.Amount.MilliCPU != 3000 {
+		t.Errorf("after r2 was reserved on n1: %dm held, want 3000m", got.Amount.MilliCPU)
+	}
+	// Its pods change (the snapshot overwrites its NodeInfo in place, a
+	// new generation): r1's workflow pod arrives, and r1 holds nothing
+	// beyond it.
+	withWorkflow := nodeInfo(n1.Node(), workflowPod("r1").Req(units("1")).Node("n1").Obj())
+	*(n1.(*framework.NodeInfo)) = *(withWorkflow.(*framework.NodeInfo))
+	if got := heldOn(t, pl, nodes, 1); got.Amount.MilliCPU != 2000 {
+		t.Errorf("after r1's workflow pod came to n1: %dm held, want r2's 2000m", got.Amount.MilliCPU)
+	}
+
+	// A copy of the NodeInfo (a preemption dry run, a nominated pod) is not
+	// in the index: it is looked up by name, with the same answer.
+	if n := pl.index.lookup(n1.Snapshot()); n != nil {
+		t.Errorf("a copy of n1's NodeInfo is in the index: %v", n)
+	}
+	cs := framework.NewCycleState()
+	pod := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("1")).Obj()
+	if _, status := pl.PreFilter(context.Background(), cs, pod, nodes); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	s, _ := getPreFilterState(cs)
+	if got := pl.reservedOn(s, n1.Snapshot()); got.Amount.MilliCPU != 2000 {
+		t.Errorf("through a copy of n1: %dm held, want 2000m", got.Amount.MilliCPU)
+	}
+
+	// A node comes: the snapshot makes a new list, and PreFilter a new
+	// index; the entries of the old one are gone.
+	old := pl.index.lookup(n1)
+	grown := append(append([]fwk.NodeInfo(nil), nodes...), nodeInfo(st.MakeNode().Name("n4").Capacity(units("4")).Obj()))
+	if got := heldOn(t, pl, grown, 1); got.Amount.MilliCPU != 2000 {
+		t.Errorf("after the list grew: %dm held on n1, want 2000m", got.Amount.MilliCPU)
+	}
+	if !old.Gone() || pl.index.lookup(n1) == old || pl.index.lookup(grown[4]) == nil {
+		t.Errorf("after the list grew: old entry gone %t, n1 still on it %t, n4 indexed %t; want gone, no, yes",
+			old.Gone(), pl.index.lookup(n1) == old, pl.index.lookup(grown[4]) != nil)
+	}
+}
+
+// The room held on a node whose value is cached is read without the
+// store's lock: while a writer waits for the lock (and so keeps every new
+// reader out), Filter still answers for such a node, and Score too; so
+// kube-scheduler's 16 parallel Filter workers never queue on it, nor on
+// any shared write, for a node whose reservations and pods did not change.
+func TestCachedHeldRoomTakesNoLock(t *testing.T) {
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	nodes := fourNodes()
+	pl.store.Take(oneUnitReservation("r1"))
+	heldOn(t, pl, nodes, 1) // computed, and cached
+
+	// A reader holds the lock until release; a writer waits for it.
+	release, reading := make(chan struct{}), make(chan struct{})
+	go pl.store.WithNode("n1", func(*reservations.NodeReservations) {
+		close(reading)
+		<-release
+	})
+	<-reading
+	written := make(chan struct{})
+	go func() {
+		pl.store.Take(&reservations.Reservation{Runner: key("w"), RunnerUID: "w", Node: "n3", Size: reservations.Amount{MilliCPU: 1, Pods: 1}})
+		close(written)
+	}()
+	defer func() {
+		close(release)
+		<-written
+	}()
+	// Wait until the writer waits: a new reader then blocks.
+	deadline := time.Now().Add(10 * time.Second)
+	for blocked := false; !blocked; {
+		done := make(chan struct{})
+		go func() {
+			pl.store.Get(key("r1"))
+			close(done)
+		}()
+		select {
+		case <-done:
+			if time.Now().After(deadline) {
+				t.Fatal("the writer never waited for the lock")
+			}
+		case <-time.After(50 * time.Millisecond):
+			blocked = true
+		}
+	}
+
+	cs := framework.NewCycleState()
+	pod := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("1")).Obj()
+	s := &preFilterState{kind: kindOther, request: reservations.PodAmount(pod)}
+	cs.Write(preFilterStateKey, s)
+	answered := make(chan reservations.Held, 1)
+	go func() { answered <- pl.reservedOn(s, nodes[1]) }()
+	select {
+	case got := <-answered:
+		if got.Amount.MilliCPU != 1000 {
+			t.Errorf("n1 holds %dm, want r1's 1000m", got.Amount.MilliCPU)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading n1's cached held room waited for the store's lock")
+	}
+}
+
+func TestNodeIndexIgnoresUnknownNodeInfos(t *testing.T) {
+	var idx nodeIndexRef
+	ni := nodeInfo(st.MakeNode().Name("n1").Obj())
+	if n := idx.lookup(ni); n != nil {
+		t.Errorf("an empty index found %v", n)
+	}
+	store := reservations.NewStore()
+	idx.update(store, []fwk.NodeInfo{ni})
+	if n := idx.lookup(nodeInfo(st.MakeNode().Name("n1").Obj())); n != nil {
+		t.Errorf("another NodeInfo of n1 found %v: only the list's are indexed", n)
+	}
+	store.Take(&reservations.Reservation{Runner: types.NamespacedName{Namespace: "arc", Name: "r"}, RunnerUID: "r", Node: "n1",
+		Size: reservations.Amount{MilliCPU: 1, Pods: 1}, Source: contract.SourceAnnotation})
+	if got := store.ReleaseNode("n1"); len(got) != 1 {
+		t.Fatalf("released %d", len(got))
+	}
+	if n := idx.lookup(ni); n != nil {
+		t.Errorf("the entry of a deleted node was found: %v", n)
+	}
+}
