@@ -14,15 +14,13 @@ type Profile struct {
 	// SchedulerName is the profile's schedulerName.
 	SchedulerName string
 	// Tandem enables WorkflowReservation as manifests/scheduler-config.yaml
-	// ships it: at multiPoint, at bind ahead of DefaultBinder, and scoring
-	// in place of NodeResourcesFit's score.
+	// ships it: at multiPoint, at bind ahead of DefaultBinder, and in place
+	// of NodeResourcesFit (which it runs).
 	Tandem bool
 	// Scoring is LeastAllocated (default) or MostAllocated, for
 	// NodeResourcesFit, or for WorkflowReservation's score with Tandem.
 	Scoring string
-	// ReservationMode sets WorkflowReservation's reservationMode; with
-	// "Pods" the profile runs NodeResourcesFit's filter through
-	// WorkflowReservation, as manifests/scheduler-config-pods.yaml does.
+	// ReservationMode sets WorkflowReservation's reservationMode.
 	ReservationMode string
 	// Args are more WorkflowReservation args, as YAML lines at the args
 	// level (e.g. "defaultWorkflowRequests: {cpu: 500m}"); Tandem only.
@@ -106,21 +104,21 @@ func Config(p Profile) string {
 		fmt.Fprintf(&b, `    bind:
       enabled:
       - name: %[1]s
+    preFilter:
+      disabled:
+      - name: NodeResourcesFit
+    filter:
+      disabled:
+      - name: NodeResourcesFit
+    preScore:
+      disabled:
+      - name: NodeResourcesFit
     score:
       disabled:
       - name: NodeResourcesFit
 `, plugin)
 		if p.ReservationMode != "" {
 			args = append([]string{"reservationMode: " + p.ReservationMode}, args...)
-		}
-		if p.ReservationMode == "Pods" {
-			b.WriteString(`    preFilter:
-      disabled:
-      - name: NodeResourcesFit
-    filter:
-      disabled:
-      - name: NodeResourcesFit
-`)
 		}
 	}
 	fmt.Fprintf(&b, `  pluginConfig:

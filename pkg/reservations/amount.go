@@ -114,6 +114,11 @@ func (a Amount) Scale(k int64) Amount {
 	return out
 }
 
+// Equal reports whether a and b ask for the same of every resource.
+func (a Amount) Equal(b Amount) bool {
+	return a.Sub(b).IsZero()
+}
+
 // IsZero reports whether no resource is requested.
 func (a Amount) IsZero() bool {
 	if a.MilliCPU != 0 || a.Memory != 0 || a.EphemeralStorage != 0 || a.Pods != 0 {

@@ -64,8 +64,9 @@ func (r *Reservation) JobStarted() time.Time { return r.jobStarted }
 func (r *Reservation) NoWorkflowPod() bool { return r.noWorkflowPod }
 
 // transition applies fn to runner's reservation under the lock. fn reports
-// whether it changed anything; only then do the tally and the node's
-// version (which invalidates what Filter cached for the node) change. fn
+// whether it changed anything; only then does the tally change, and the
+// node's version (which invalidates what Filter cached for the node) only
+// if what the hold rule reads of the reservation changed (its Facts). fn
 // must not change the reservation's node. It returns a copy of the
 // reservation after fn, and whether fn changed it.
 func (s *Store) transition(runner types.NamespacedName, fn func(r *Reservation) bool) (Reservation, bool) {
@@ -82,7 +83,7 @@ func (s *Store) transition(runner types.NamespacedName, fn func(r *Reservation) 
 	s.tally.count(&before, -1)
 	s.tally.count(r, 1)
 	if n := s.byNode[r.Node]; n != nil {
-		n.changed()
+		n.update(r)
 	}
 	return *r, true
 }

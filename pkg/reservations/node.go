@@ -1,6 +1,7 @@
 package reservations
 
 import (
+	"slices"
 	"sync/atomic"
 )
 
@@ -20,6 +21,9 @@ import (
 type NodeReservations struct {
 	name string
 	list []*Reservation
+	// facts are what the hold rule reads of each reservation of list, in
+	// list's order.
+	facts []Facts
 	// indexed is set while an index of the scheduler's nodes holds the
 	// entry (Store.Nodes): it is kept when its last reservation goes.
 	indexed bool
@@ -53,6 +57,41 @@ func (n *NodeReservations) Name() string { return n.name }
 // (then namespace). The caller must hold the store's lock (Store.WithNode)
 // and must not change them.
 func (n *NodeReservations) Reservations() []*Reservation { return n.list }
+
+// Facts returns what the hold rule reads of each of the node's
+// reservations, in the order of Reservations. The caller must hold the
+// store's lock (Store.WithNode) and must not change them.
+func (n *NodeReservations) Facts() []Facts { return n.facts }
+
+// insert puts r at i of the list; under the store's write lock.
+func (n *NodeReservations) insert(i int, r *Reservation) {
+	f := r.Facts()
+	n.list = slices.Insert(n.list, i, r)
+	n.facts = slices.Insert(n.facts, i, f)
+	n.changed()
+}
+
+// remove deletes r from the list; under the store's write lock.
+func (n *NodeReservations) remove(r *Reservation) {
+	if i := slices.Index(n.list, r); i >= 0 {
+		n.list = slices.Delete(n.list, i, i+1)
+		n.facts = slices.Delete(n.facts, i, i+1)
+	}
+	n.changed()
+}
+
+// update notes that r, one of the list, changed; what the node holds
+// changes only if r's facts did. Under the store's write lock.
+func (n *NodeReservations) update(r *Reservation) {
+	i := slices.Index(n.list, r)
+	if i < 0 {
+		return
+	}
+	if f := r.Facts(); !f.equal(&n.facts[i]) {
+		n.facts[i] = f
+		n.changed()
+	}
+}
 
 // Gone reports whether the store no longer keeps this entry: whoever kept
 // a pointer to it must look the node up again (Store.WithNode).
@@ -144,8 +183,8 @@ func (s *Store) Nodes(names []string) []*NodeReservations {
 		n := &fresh[i]
 		n.name, n.indexed = name, true
 		if old := s.byNode[name]; old != nil {
-			n.list = old.list
-			old.list = nil
+			n.list, n.facts = old.list, old.facts
+			old.list, old.facts = nil, nil
 			// Another index holding old looks the node up again.
 			old.gone.Store(true)
 			n.scan.Store(old.scan.Load())
@@ -181,7 +220,7 @@ func (s *Store) ReleaseNode(node string) []*Reservation {
 		delete(s.byPod, r.Runner)
 	}
 	list := n.list
-	n.list = nil
+	n.list, n.facts = nil, nil
 	n.changed()
 	s.dropLocked(n)
 	return list

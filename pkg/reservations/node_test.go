@@ -88,8 +88,15 @@ func TestNodeCached(t *testing.T) {
 	if _, ok := n.Cached(8); ok {
 		t.Error("the node's pods changed (generation 8), the cache still answered")
 	}
+	// The runner is seen bound: nothing the hold rule reads changed.
 	s.MarkBound(key("a"), "a")
+	if _, ok := n.Cached(7); !ok {
+		t.Error("the runner was seen bound, which changes nothing held: the cache no longer answered")
+	}
+	if claimed, _ := s.Claim(key("a"), "a", "wf", "n1"); !claimed {
+		t.Fatal("the claim was refused")
+	}
 	if _, ok := n.Cached(7); ok {
-		t.Error("a reservation of the node changed, the cache still answered")
+		t.Error("a reservation of the node was claimed, the cache still answered")
 	}
 }

@@ -73,7 +73,8 @@ type Reservation struct {
 // Owns reports whether pod, which carries the runner's name in its
 // runner-pod label, is this incarnation's workflow pod.
 func (r *Reservation) Owns(pod *v1.Pod) bool {
-	return !pod.CreationTimestamp.Time.Before(r.RunnerCreated) && !slices.Contains(r.Stale, pod.UID)
+	f := Facts{RunnerCreated: r.RunnerCreated, Stale: r.Stale}
+	return f.Owns(pod)
 }
 
 // Store is the plugin's record of reservations, fed by Reserve/Unreserve and
@@ -132,21 +133,6 @@ func byRunner(a, b *Reservation) int {
 	return strings.Compare(a.Runner.Namespace, b.Runner.Namespace)
 }
 
-// Find returns the index in rs, sorted by byRunner, of the reservation of
-// the runner namespace/name, or -1.
-func Find(rs []*Reservation, namespace, name string) int {
-	i, found := slices.BinarySearchFunc(rs, types.NamespacedName{Namespace: namespace, Name: name}, func(r *Reservation, k types.NamespacedName) int {
-		if c := strings.Compare(r.Runner.Name, k.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(r.Runner.Namespace, k.Namespace)
-	})
-	if !found {
-		return -1
-	}
-	return i
-}
-
 // NewStore returns an empty store.
 func NewStore() *Store {
 	return &Store{
@@ -163,8 +149,7 @@ func (s *Store) put(r *Reservation) {
 	s.byPod[r.Runner] = r
 	n := s.nodeLocked(r.Node)
 	i, _ := slices.BinarySearchFunc(n.list, r, byRunner)
-	n.list = slices.Insert(n.list, i, r)
-	n.changed()
+	n.insert(i, r)
 	s.tally.count(r, 1)
 }
 
@@ -192,10 +177,7 @@ func (s *Store) deleteLocked(runner types.NamespacedName) {
 	if n == nil {
 		return
 	}
-	if i := slices.Index(n.list, r); i >= 0 {
-		n.list = slices.Delete(n.list, i, i+1)
-	}
-	n.changed()
+	n.remove(r)
 	if len(n.list) == 0 && !n.indexed {
 		s.dropLocked(n)
 	}

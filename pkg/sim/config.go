@@ -113,8 +113,8 @@ func SchedulerConfig(k Kind, scoring string, grace time.Duration, volumeBinding 
 		p.Args = TandemArgs(grace)
 	}
 	if k == TandemPods {
-		// The shipped Pods profile: NodeResourcesFit's filter runs inside
-		// WorkflowReservation, so the placeholder is handed over at Permit.
+		// The shipped Pods profile: the placeholder is handed over at
+		// Permit.
 		p.ReservationMode = config.ReservationModePods
 	}
 	return inprocess.Config(p)

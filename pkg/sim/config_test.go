@@ -59,9 +59,10 @@ func TestSchedulerConfigReservationMode(t *testing.T) {
 			if has := strings.Contains(got, "reservationMode: Pods"); has != tc.wantMode {
 				t.Errorf("reservationMode: Pods in the config = %v, want %v:\n%s", has, tc.wantMode, got)
 			}
-			// The Pods profile runs NodeResourcesFit's filter in the plugin.
-			if has := strings.Contains(got, "    filter:\n      disabled:\n      - name: NodeResourcesFit"); has != tc.wantMode {
-				t.Errorf("NodeResourcesFit's filter disabled = %v, want %v:\n%s", has, tc.wantMode, got)
+			// tandem's profiles, in both modes, run NodeResourcesFit's
+			// filter in the plugin.
+			if has := strings.Contains(got, "    filter:\n      disabled:\n      - name: NodeResourcesFit"); has != tc.kind.IsTandem() {
+				t.Errorf("NodeResourcesFit's filter disabled = %v, want %v:\n%s", has, tc.kind.IsTandem(), got)
 			}
 			if tc.kind.IsTandem() && (tc.kind.SchedulerName() != "tandem-scheduler" || !strings.Contains(got, "WorkflowReservation")) {
 				t.Errorf("%s: scheduler name %q, config without WorkflowReservation:\n%s", tc.kind, tc.kind.SchedulerName(), got)

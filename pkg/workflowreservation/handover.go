@@ -19,6 +19,11 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 )
 
+// The in-tree NodeResourcesFit's filter, run by this plugin (the shipped
+// profiles disable the stock one at preFilter and filter): a node is
+// filtered by one plugin where it would be by two, and in reservationMode
+// Pods a workflow pod is filtered without its own placeholder.
+//
 // The handover of a placeholder to a workflow pod scheduled by tandem
 // (reservationMode: Pods). The stock NodeResourcesFit counts the
 // placeholder on the node like any pod, so a workflow pod that needs the
@@ -34,7 +39,7 @@ import (
 // free to anyone else only between those two API calls.
 
 // fitPlugin is the in-tree NodeResourcesFit that WorkflowReservation runs in
-// place of the stock one in reservationMode Pods.
+// place of the stock one.
 type fitPlugin interface {
 	fwk.PreFilterPlugin
 	fwk.FilterPlugin
@@ -50,47 +55,81 @@ func newFit(ctx context.Context, h fwk.Handle) (fitPlugin, error) {
 	}}
 	p, err := noderesources.NewFit(ctx, args, h, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
 	if err != nil {
-		return nil, fmt.Errorf("reservationMode Pods runs NodeResourcesFit itself: %w", err)
+		return nil, fmt.Errorf("NodeResourcesFit, which WorkflowReservation runs: %w", err)
 	}
 	return p.(fitPlugin), nil
 }
 
-// handover says whether this profile hands placeholders over at Permit: it
-// runs the in-tree Fit itself and the stock one is not enabled at filter
-// (were it, a workflow pod needing its placeholder's room would never pass
-// it, and the placeholder must yield as soon as a workflow pod pinned to its
-// node exists).
-func (pl *WorkflowReservation) handover() bool {
-	pl.handoverOnce.Do(func() {
-		if pl.fit == nil {
-			return
+// The profile's layout, read once the framework has built it (plugins are
+// made before their profile's extension points are filled in), at the
+// first PreFilter or when the scheduler asks for the events to register:
+//
+//   - runsFit: the profile does not enable NodeResourcesFit at filter, as
+//     the shipped profiles do in both reservation modes, so this plugin
+//     runs the in-tree Fit itself: one Filter plugin per node where there
+//     would be two, and in Pods mode the Fit without a workflow pod's own
+//     placeholder. With the stock Fit enabled (an older profile), Fit is
+//     the stock one's, and PreFilter skips pods that no reservation can
+//     affect.
+//   - handoverAtPermit (reservationMode Pods): this plugin runs the Fit and
+//     is enabled at permit, so a placeholder is handed over at Permit. With
+//     the stock Fit enabled at filter, a workflow pod needing its
+//     placeholder's room would never pass it, so the placeholder yields as
+//     soon as a workflow pod pinned to its node exists.
+//
+// A handle that cannot list the profile's plugins (unit tests) gets the
+// shipped layout of its mode: Pods runs the Fit and hands over at Permit;
+// Memory leaves the Fit to the profile.
+func (pl *WorkflowReservation) layout() {
+	pl.layoutOnce.Do(func() {
+		pods := pl.profile.ReservationMode == config.ReservationModePods
+		var plugins *schedconfig.Plugins
+		if lister, ok := pl.handle.(interface{ ListPlugins() *schedconfig.Plugins }); ok {
+			plugins = lister.ListPlugins()
 		}
-		pl.handoverAtPermit = true
-		lister, ok := pl.handle.(interface{ ListPlugins() *schedconfig.Plugins })
-		if !ok {
-			return
-		}
-		plugins := lister.ListPlugins()
 		if plugins == nil {
+			pl.runsFit, pl.handoverAtPermit = pods, pods
 			return
 		}
-		for _, p := range plugins.Filter.Enabled {
-			if p.Name == names.NodeResourcesFit {
-				pl.handoverAtPermit = false
-				klog.Background().Error(nil, "reservationMode Pods: disable NodeResourcesFit at preFilter and filter in this profile (WorkflowReservation runs it); until then a placeholder yields as soon as a workflow pod pinned to its node exists, which frees its room to other schedulers until the pod is bound, and an unpinned workflow pod cannot use its room",
-					"profile", pl.profile.Name)
-			}
+		pl.runsFit = !enabled(plugins.Filter, names.NodeResourcesFit)
+		if pl.runsFit && enabled(plugins.PreFilter, names.NodeResourcesFit) {
+			klog.Background().Info("Warning: NodeResourcesFit is enabled at preFilter but not at filter; WorkflowReservation runs it at both: disable it at preFilter too",
+				"profile", pl.profile.Name)
 		}
-		permit := false
-		for _, p := range plugins.Permit.Enabled {
-			permit = permit || p.Name == Name
+		if !pods {
+			return
 		}
-		if !permit {
-			pl.handoverAtPermit = false
+		pl.handoverAtPermit = pl.runsFit && enabled(plugins.Permit, Name)
+		if !pl.runsFit {
+			klog.Background().Error(nil, "reservationMode Pods: disable NodeResourcesFit at preFilter and filter in this profile (WorkflowReservation runs it); until then a placeholder yields as soon as a workflow pod pinned to its node exists, which frees its room to other schedulers until the pod is bound, and an unpinned workflow pod cannot use its room",
+				"profile", pl.profile.Name)
+		} else if !pl.handoverAtPermit {
 			klog.Background().Error(nil, "reservationMode Pods: enable WorkflowReservation at permit (multiPoint does); until then a placeholder yields as soon as a workflow pod pinned to its node exists",
 				"profile", pl.profile.Name)
 		}
 	})
+}
+
+// enabled reports whether set enables the plugin name.
+func enabled(set schedconfig.PluginSet, name string) bool {
+	for _, p := range set.Enabled {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ownsFit reports whether this plugin runs the in-tree Fit (layout).
+func (pl *WorkflowReservation) ownsFit() bool {
+	pl.layout()
+	return pl.runsFit
+}
+
+// handover says whether this profile hands placeholders over at Permit
+// (layout).
+func (pl *WorkflowReservation) handover() bool {
+	pl.layout()
 	return pl.handoverAtPermit
 }
 
@@ -111,15 +150,17 @@ func (pl *WorkflowReservation) mayHavePlaceholder(s *preFilterState) bool {
 	return owner != nil && owner.ReservationMode == config.ReservationModePods
 }
 
-// handoverState is what a profile knows about its handover, computed once.
+// handoverState is the in-tree Fit this plugin may run, and the profile's
+// layout (computed once).
 type handoverState struct {
 	fit              fitPlugin
-	handoverOnce     sync.Once
+	layoutOnce       sync.Once
+	runsFit          bool
 	handoverAtPermit bool
 }
 
 // fitFilter runs the in-tree Fit for the pod on the node, less the pod's own
-// placeholder for a workflow pod.
+// placeholder for a workflow pod (reservationMode Pods).
 func (pl *WorkflowReservation) fitFilter(ctx context.Context, cs fwk.CycleState, s *preFilterState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	if s.kind == kindWorkflow {
 		for _, pi := range nodeInfo.GetPods() {

@@ -25,11 +25,11 @@ func (pl *WorkflowReservation) EventsToRegister(ctx context.Context) ([]fwk.Clus
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterPodUpdated)},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterNodeChange)},
 	}
-	if pl.fit == nil {
+	if !pl.ownsFit() {
 		return events, nil
 	}
-	// The in-tree Fit this plugin runs (reservationMode Pods): its
-	// rejections are this plugin's, and so must be its hints.
+	// The in-tree Fit this plugin runs: its rejections are this plugin's,
+	// and so must be its hints.
 	fitEvents, err := pl.fit.EventsToRegister(ctx)
 	for _, e := range fitEvents {
 		if e.QueueingHintFn != nil {

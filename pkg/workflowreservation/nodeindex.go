@@ -3,6 +3,8 @@ package workflowreservation
 import (
 	"sync/atomic"
 
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
@@ -24,8 +26,10 @@ import (
 // the store dropped (NodeReservations.Gone).
 type nodeIndex struct {
 	// nodes is the snapshot's node list the index was built from.
-	nodes  []fwk.NodeInfo
-	byInfo map[fwk.NodeInfo]*reservations.NodeReservations
+	nodes []fwk.NodeInfo
+	// byInfo is keyed by the scheduler's own NodeInfo type (a pointer:
+	// the map's fastest key); a NodeInfo of another type finds nothing.
+	byInfo map[*framework.NodeInfo]*reservations.NodeReservations
 }
 
 // nodeIndexRef holds the current index; a nil one knows no node.
@@ -35,10 +39,11 @@ type nodeIndexRef struct{ p atomic.Pointer[nodeIndex] }
 // or the store dropped it.
 func (r *nodeIndexRef) lookup(nodeInfo fwk.NodeInfo) *reservations.NodeReservations {
 	idx := r.p.Load()
-	if idx == nil {
+	ni, ok := nodeInfo.(*framework.NodeInfo)
+	if idx == nil || !ok {
 		return nil
 	}
-	n := idx.byInfo[nodeInfo]
+	n := idx.byInfo[ni]
 	if n == nil || n.Gone() {
 		return nil
 	}
@@ -55,14 +60,14 @@ func (r *nodeIndexRef) update(store *reservations.Store, nodes []fwk.NodeInfo) {
 		return
 	}
 	names := make([]string, 0, len(nodes))
-	infos := make([]fwk.NodeInfo, 0, len(nodes))
+	infos := make([]*framework.NodeInfo, 0, len(nodes))
 	for _, ni := range nodes {
-		if node := ni.Node(); node != nil {
-			names, infos = append(names, node.Name), append(infos, ni)
+		if p, ok := ni.(*framework.NodeInfo); ok && p.Node() != nil {
+			names, infos = append(names, p.Node().Name), append(infos, p)
 		}
 	}
 	entries := store.Nodes(names)
-	byInfo := make(map[fwk.NodeInfo]*reservations.NodeReservations, len(infos))
+	byInfo := make(map[*framework.NodeInfo]*reservations.NodeReservations, len(infos))
 	for i, ni := range infos {
 		byInfo[ni] = entries[i]
 	}

@@ -294,7 +294,7 @@ func TestUnpinnedPendingPodLeavesPlaceholderInPlace(t *testing.T) {
 	ctx := context.Background()
 	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
-	pl.handoverOnce.Do(func() {}) // a profile that does not hand over at Permit
+	pl.layoutOnce.Do(func() {}) // a profile that leaves the Fit to the stock one: no hand-over at Permit
 	if pl.handover() {
 		t.Fatal("the profile still hands over at Permit")
 	}

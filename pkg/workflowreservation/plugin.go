@@ -148,10 +148,8 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *control
 		PlaceholderImage:  args.PlaceholderImage,
 		Handover:          pl.handover,
 	}
-	if args.ReservationMode == config.ReservationModePods {
-		if pl.fit, err = newFit(ctx, h); err != nil {
-			return nil, err
-		}
+	if pl.fit, err = newFit(ctx, h); err != nil {
+		return nil, err
 	}
 	// The scheduler's, so the same in every profile.
 	f.Waiting().SetBackoff(args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds)
@@ -207,6 +205,10 @@ type preFilterState struct {
 	// adjust is what the framework's AddPod and RemovePod changed in this
 	// copy of the cycle state (preemption dry runs, nominated pods).
 	adjust adjustments
+	// noneHeld: an ordinary pod, nothing held anywhere and no runner
+	// nominated when the cycle began. Filter runs the Fit only (the
+	// profile's, when the plugin runs it; otherwise PreFilter skipped it).
+	noneHeld bool
 }
 
 // Clone copies the state: AddPod and RemovePod change a clone's adjustments.
@@ -266,7 +268,8 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	if status := pl.awaitRebuild(ctx, pod); status != nil {
 		return nil, status
 	}
-	if pl.fit != nil {
+	ownsFit := pl.ownsFit()
+	if ownsFit {
 		if _, status := pl.fit.PreFilter(ctx, cs, pod, nodes); !status.IsSuccess() {
 			return nil, status
 		}
@@ -290,8 +293,12 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 				"Annotation %s ignored: the pod is not a runner of profile %s (it does not match runnerSelector, or its namespace is not one of runnerNamespaces)", contract.WorkflowRequestsAnnotation, pl.profile.Name)
 		}
 	}
-	if s.kind == kindOther && pl.store.Empty() && !pl.feeder.AnyNominated() && pl.fit == nil {
-		return nil, fwk.NewStatus(fwk.Skip)
+	if s.kind == kindOther && pl.store.Empty() && !pl.feeder.AnyNominated() {
+		if !ownsFit {
+			return nil, fwk.NewStatus(fwk.Skip)
+		}
+		// Filter runs the Fit, and nothing more.
+		s.noneHeld = true
 	}
 	pl.index.update(pl.store, nodes)
 	s.request = reservations.PodAmount(pod)
@@ -467,10 +474,13 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if pl.fit != nil {
+	if pl.ownsFit() {
 		if status := pl.fitFilter(ctx, cs, s, pod, nodeInfo); !status.IsSuccess() {
 			return status
 		}
+	}
+	if s.noneHeld {
+		return nil
 	}
 	status := pl.filter(s, nodeInfo)
 	if !status.IsSuccess() {
@@ -590,7 +600,10 @@ func (pl *WorkflowReservation) Score(_ context.Context, cs fwk.CycleState, _ *v1
 	if s.kind == kindWorkflow && nodeInfo.Node().Name == s.own.Node {
 		return fwk.MaxNodeScore, nil
 	}
-	used := s.need.Add(pl.reservedOn(s.preFilterState, nodeInfo).Amount)
+	used := s.need
+	if !s.noneHeld {
+		used = used.Add(pl.reservedOn(s.preFilterState, nodeInfo).Amount)
+	}
 	// NodeResourcesFit's accounting: cpu and memory with best-effort
 	// containers at the defaults, every other resource as requested.
 	alloc, requested, nonZero := nodeInfo.GetAllocatable(), nodeInfo.GetRequested(), nodeInfo.GetNonZeroRequested()
@@ -739,6 +752,8 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 		pl.store.Unclaim(s.runner, pod.UID, rs.wasUsedUp)
 		// Holding again: a placeholder deleted at Permit comes back.
 		pl.feeder.Placeholders().Unyield(s.runner, s.own.RunnerUID)
+	default:
+		return
 	}
 	pl.feeder.RecordMetrics()
 }

@@ -40,7 +40,7 @@ func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeIn
 	node := nodeInfo.Node().Name
 	var out reservations.Held
 	pl.store.WithNode(node, func(n *reservations.NodeReservations) {
-		if n == nil || len(n.Reservations()) == 0 {
+		if n == nil || len(n.Facts()) == 0 {
 			return
 		}
 		generation := nodeInfo.GetGeneration()
@@ -50,25 +50,26 @@ func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeIn
 				return
 			}
 		}
-		rs := n.Reservations()
+		fs := n.Facts()
 		var buf [16]reservations.RunnerPods
 		on := buf[:0]
-		if len(rs) > len(buf) {
-			on = make([]reservations.RunnerPods, 0, len(rs))
+		if len(fs) > len(buf) {
+			on = make([]reservations.RunnerPods, 0, len(fs))
 		}
-		on = pl.runnerPodsOn(n, rs, nodeInfo, on[:len(rs)])
-		for i, r := range rs {
-			if r.UsedUp() || s.adjust.isRemoved(r.RunnerUID) {
+		on = pl.runnerPodsOn(n, fs, nodeInfo, on[:len(fs)])
+		for i := range fs {
+			f := &fs[i]
+			if f.Done || s.adjust.isRemoved(f.RunnerUID) {
 				continue
 			}
-			if own && r.RunnerUID == s.own.RunnerUID {
+			if own && f.RunnerUID == s.own.RunnerUID {
 				if s.kind == kindWorkflow {
 					// Its placeholder yields to it: that room is its own too.
 					out.Amount = out.Amount.Sub(on[i].Placeholder)
 				}
 				continue
 			}
-			a, ports := r.Holds(on[i])
+			a, ports := f.Holds(on[i])
 			out.Amount = out.Amount.Add(a)
 			out.Ports = append(out.Ports, ports...)
 		}
@@ -81,15 +82,15 @@ func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeIn
 }
 
 // runnerPodsOn finds, in one pass over the node's pods, what each of the
-// reservations' runners has there: its workflow pod (the first pod labelled
-// with the runner's name, of its incarnation, or the one that claimed) and
-// its step pods (other such pods; for hooks v0.7.0, the pods of a Job
-// labelled with the runner's name).
+// node's reservations' runners has there: its workflow pod (the first pod
+// labelled with the runner's name, of its incarnation, or the one that
+// claimed) and its step pods (other such pods; for hooks v0.7.0, the pods
+// of a Job labelled with the runner's name).
 //
-// rs is sorted by runner (the store keeps it so); on has rs's length and is
-// filled in and returned. n, if not nil, keeps what the pass read from each
-// pod (podScan) for the node's next one.
-func (pl *WorkflowReservation) runnerPodsOn(n *reservations.NodeReservations, rs []*reservations.Reservation, nodeInfo fwk.NodeInfo, on []reservations.RunnerPods) []reservations.RunnerPods {
+// fs are the reservations' facts (NodeReservations.Facts); on has fs's
+// length and is filled in and returned. n, if not nil, keeps what the pass
+// read from each pod (podScan) for the node's next one.
+func (pl *WorkflowReservation) runnerPodsOn(n *reservations.NodeReservations, fs []reservations.Facts, nodeInfo fwk.NodeInfo, on []reservations.RunnerPods) []reservations.RunnerPods {
 	clear(on)
 	var prev *podScan
 	if n != nil {
@@ -119,26 +120,27 @@ func (pl *WorkflowReservation) runnerPodsOn(n *reservations.NodeReservations, rs
 		next.role[k] = int32(len(next.roles))
 		next.roles = append(next.roles, role)
 		if role.placeholder {
-			i := reservations.Find(rs, role.namespace, role.runner)
-			if i >= 0 && role.controller == rs[i].RunnerUID {
+			i := reservations.FindFacts(fs, role.key, role.namespace, role.runner)
+			if i >= 0 && role.controller == fs[i].RunnerUID {
 				on[i].Placeholder = on[i].Placeholder.Add(role.amount)
 				on[i].HasPlaceholder = true
 			}
 			continue
 		}
-		name, viaJob := role.runner, false
+		name, key, viaJob := role.runner, role.key, false
 		if role.job != "" {
 			name, viaJob = pl.runnerOfJob(role.namespace, role.job, role.jobUID), true
+			key = reservations.RunnerKey(role.namespace, name)
 		}
 		if name == "" {
 			continue
 		}
-		i := reservations.Find(rs, role.namespace, name)
-		if i < 0 || !rs[i].Owns(p) {
+		i := reservations.FindFacts(fs, key, role.namespace, name)
+		if i < 0 || !fs[i].Owns(p) {
 			continue
 		}
-		r := rs[i]
-		if !viaJob && !on[i].Workflow && (r.ClaimedBy() == "" || r.ClaimedBy() == p.UID) {
+		f := &fs[i]
+		if !viaJob && !on[i].Workflow && (f.ClaimedBy == "" || f.ClaimedBy == p.UID) {
 			on[i].Workflow, on[i].WorkflowRequest = true, role.amount
 		} else {
 			on[i].Steps = on[i].Steps.Add(role.amount)
@@ -175,10 +177,11 @@ type podRole struct {
 	// with UID controller.
 	placeholder bool
 	controller  types.UID
-	// runner is the runner-pod label's value; job and jobUID the Job that
-	// controls an unlabelled pod, whose label is read on every scan (a
-	// Job's labels may change, its pods do not).
+	// runner is the runner-pod label's value, and key its RunnerKey; job
+	// and jobUID the Job that controls an unlabelled pod, whose label is
+	// read on every scan (a Job's labels may change, its pods do not).
 	runner string
+	key    uint64
 	job    string
 	jobUID types.UID
 	amount reservations.Amount
@@ -201,6 +204,7 @@ func (pl *WorkflowReservation) roleOf(pi fwk.PodInfo, p *v1.Pod) (podRole, bool)
 			return podRole{}, false
 		}
 	}
+	role.key = reservations.RunnerKey(role.namespace, role.runner)
 	role.amount = amountOfPodInfo(pi)
 	return role, true
 }

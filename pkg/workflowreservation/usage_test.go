@@ -78,7 +78,7 @@ func TestWhatAReservationHolds(t *testing.T) {
 			case tc.claimedBy != "":
 				r = claimedBy(r, k8stypes.UID(tc.claimedBy))
 			}
-			on := pl.runnerPodsOn(nil, []*reservations.Reservation{r}, nodeInfo(threeUnits, tc.pods...), make([]reservations.RunnerPods, 1))
+			on := pl.runnerPodsOn(nil, []reservations.Facts{r.Facts()}, nodeInfo(threeUnits, tc.pods...), make([]reservations.RunnerPods, 1))
 			got, ports := r.Holds(on[0])
 			if got.MilliCPU != tc.wantCPU || got.Pods != tc.wantPods {
 				t.Errorf("holds cpu=%dm pods=%d, want cpu=%dm pods=%d", got.MilliCPU, got.Pods, tc.wantCPU, tc.wantPods)
@@ -101,10 +101,10 @@ func TestRunnerPodsOnRereadsChangedPods(t *testing.T) {
 	pl.store.Take(r)
 	var n *reservations.NodeReservations
 	pl.store.WithNode("n1", func(nr *reservations.NodeReservations) { n = nr })
-	rs := n.Reservations()
+	fs := n.Facts()
 	scan := func(pl *WorkflowReservation, pods ...*v1.Pod) reservations.RunnerPods {
 		t.Helper()
-		return pl.runnerPodsOn(n, rs, nodeInfo(node, pods...), make([]reservations.RunnerPods, 1))[0]
+		return pl.runnerPodsOn(n, fs, nodeInfo(node, pods...), make([]reservations.RunnerPods, 1))[0]
 	}
 
 	other := st.MakePod().Namespace("arc").Name("other").UID("other").Req(units("1")).Node("n1").Obj()

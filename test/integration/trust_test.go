@@ -23,7 +23,9 @@ func TestOnlyARCsRunnersHoldRoom(t *testing.T) {
 			APIVersion: "actions.github.com/v1alpha1", Kind: contract.EphemeralRunnerKind, Name: pod.Name, UID: "forged", Controller: ptr.To(true),
 		}}
 	}})
-	wantContains(t, "forged-owner's PodScheduled message", e.unschedulable("forged-owner"), "is not listed (yet) with that UID")
+	// The first cycle may run before the EphemeralRunners are listed, and
+	// say so: wait for the message that names the forged owner.
+	e.unschedulableSaying("forged-owner", "is not listed (yet) with that UID")
 
 	e.create("labels-only", podSpec{cpu: "500m", runner: true, notARC: true, annotations: asks})
 	e.bound("labels-only")

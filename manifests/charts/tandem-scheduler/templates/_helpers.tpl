@@ -41,22 +41,22 @@ profiles:
         # recorded in the same request (the Binding's annotation).
         enabled:
           - name: WorkflowReservation
-      score:
-        # WorkflowReservation scores like NodeResourcesFit but counts room
-        # reserved for workflow pods as used.
-        disabled:
-          - name: NodeResourcesFit
-      {{- if eq (include "tandem-scheduler.reservationMode" .) "Pods" }}
-      # reservationMode Pods: WorkflowReservation runs NodeResourcesFit's
-      # filter itself, without a workflow pod's own placeholder, so that
-      # the placeholder can be handed over at Permit without a gap.
+      # WorkflowReservation is the profile's resource fit: it runs
+      # NodeResourcesFit's filter itself, with room reserved for workflow
+      # pods counted as used (one Filter plugin per node, not two), and
+      # scores like NodeResourcesFit with that room counted as used.
       preFilter:
         disabled:
           - name: NodeResourcesFit
       filter:
         disabled:
           - name: NodeResourcesFit
-      {{- end }}
+      preScore:
+        disabled:
+          - name: NodeResourcesFit
+      score:
+        disabled:
+          - name: NodeResourcesFit
     pluginConfig:
       - name: WorkflowReservation
         args:
