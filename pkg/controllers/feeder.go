@@ -490,13 +490,14 @@ func (f *Feeder) FirstWarning(uid types.UID, reason string) bool {
 
 // WantPlaceholder is the placeholder the runner incarnation should have, and
 // the runner pod: one while its profile holds reservations with pods, the
-// runner is bound and its reservation waits for a workflow pod.
+// runner is bound (or its binding is in flight) and its reservation waits
+// for a workflow pod.
 func (f *Feeder) WantPlaceholder(key RunnerKey) (*v1.Pod, *v1.Pod) {
 	runner, err := f.pods.Pods(key.Namespace).Get(key.Name)
 	if err != nil || runner.UID != key.UID {
 		return nil, nil
 	}
-	if runner.Spec.NodeName == "" || runner.DeletionTimestamp != nil || IsTerminal(runner) {
+	if runner.DeletionTimestamp != nil || IsTerminal(runner) {
 		return runner, nil
 	}
 	owner := f.ProfileOf(runner)
@@ -505,7 +506,14 @@ func (f *Feeder) WantPlaceholder(key RunnerKey) (*v1.Pod, *v1.Pod) {
 	}
 	nn := types.NamespacedName{Namespace: key.Namespace, Name: key.Name}
 	r, ok := f.store.Get(nn)
-	if !ok || r.RunnerUID != key.UID || r.UsedUp() || r.ClaimedBy() != "" || r.Node != runner.Spec.NodeName {
+	if !ok || r.RunnerUID != key.UID || r.UsedUp() || r.ClaimedBy() != "" {
+		return runner, nil
+	}
+	// A runner not shown bound yet has its placeholder only while its
+	// binding is in flight: its reservation is assumed, not bound (Bind
+	// creates the placeholder, then binds). Bound, on the reservation's
+	// node.
+	if bound := runner.Spec.NodeName; (bound == "" && r.Bound()) || (bound != "" && bound != r.Node) {
 		return runner, nil
 	}
 	for _, wf := range f.WorkflowPods(nn) {

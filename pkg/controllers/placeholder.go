@@ -308,6 +308,14 @@ func (p *Placeholders) Run(ctx context.Context) { p.work(ctx, p.sync) }
 // size on the runner's node, or none.
 func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
 	logger := klog.FromContext(ctx)
+	p.mu.Lock()
+	inFlight := p.creating[key.UID] != nil
+	p.mu.Unlock()
+	if inFlight {
+		// Bind creates it (CreateForBind): look again once it returned.
+		p.queue.AddAfter(key, createdRecheck)
+		return nil
+	}
 	runner, want := p.want(key)
 	have, going, err := p.prune(ctx, key, runner, want)
 	if err != nil {
@@ -412,26 +420,68 @@ func (p *Placeholders) prune(ctx context.Context, key RunnerKey, runner, want *v
 	return have, going, nil
 }
 
+// createdRecheck is how soon the worker looks again at a runner whose
+// placeholder Bind is creating.
+const createdRecheck = 100 * time.Millisecond
+
+// CreateForBind creates want, the placeholder of runner, through client
+// (the scheduler's own, whose budget its bindings share) before runner's
+// Binding: the room is then held on the node for the kubelet, other
+// schedulers and autoscalers from the moment the runner is bound, and the
+// worker's budget is left to what the informers make it do (recreations,
+// deletes, pair pods). Until the runner shows bound, its reservation
+// (assumed, not bound) keeps the placeholder wanted (Feeder.WantPlaceholder);
+// if the bind fails, Unreserve has the worker delete it. A create that
+// fails is left to the worker, which retries once the runner shows bound.
+func (p *Placeholders) CreateForBind(ctx context.Context, client clientset.Interface, runner, want *v1.Pod) error {
+	if p == nil || want == nil {
+		return nil
+	}
+	created, err := p.createThrough(ctx, client, runner.UID, want)
+	if created == nil && err == nil {
+		return nil // one is being created, or its workflow pod is at Permit
+	}
+	if err != nil {
+		return err
+	}
+	metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderCreated).Inc()
+	klog.FromContext(ctx).V(2).Info("Created placeholder before the runner's binding", "pod", klog.KObj(created), "runner", klog.KObj(runner),
+		"node", want.Spec.NodeName, "requests", want.Annotations[contract.PlaceholderSizeAnnotation])
+	return nil
+}
+
+// createThrough creates want, owned by the runner incarnation uid, through
+// client, unless a create is in flight or its workflow pod is at Permit
+// (nil, nil), and keeps what the create returned until the informer shows
+// it.
+func (p *Placeholders) createThrough(ctx context.Context, client clientset.Interface, uid types.UID, want *v1.Pod) (*v1.Pod, error) {
+	p.mu.Lock()
+	if p.yielding[uid] || p.creating[uid] != nil {
+		p.mu.Unlock()
+		return nil, nil
+	}
+	done := make(chan struct{})
+	p.creating[uid] = done
+	p.mu.Unlock()
+	created, err := client.CoreV1().Pods(want.Namespace).Create(ctx, want, metav1.CreateOptions{})
+	p.mu.Lock()
+	delete(p.creating, uid)
+	close(done)
+	if err == nil {
+		p.created[uid] = createdPod{pod: created, at: p.Clock.Now()}
+	}
+	p.mu.Unlock()
+	return created, err
+}
+
 // create creates want, the runner's placeholder, unless its workflow pod is
 // at Permit.
 func (p *Placeholders) create(ctx context.Context, key RunnerKey, runner, want *v1.Pod) error {
 	logger := klog.FromContext(ctx)
-	p.mu.Lock()
-	if p.yielding[key.UID] {
-		p.mu.Unlock()
-		return nil // its workflow pod is at Permit
+	created, err := p.createThrough(ctx, p.client, key.UID, want)
+	if created == nil && err == nil {
+		return nil
 	}
-	done := make(chan struct{})
-	p.creating[key.UID] = done
-	p.mu.Unlock()
-	created, err := p.client.CoreV1().Pods(key.Namespace).Create(ctx, want, metav1.CreateOptions{})
-	p.mu.Lock()
-	delete(p.creating, key.UID)
-	close(done)
-	if err == nil {
-		p.created[key.UID] = createdPod{pod: created, at: p.Clock.Now()}
-	}
-	p.mu.Unlock()
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// One the informer has not shown yet (look again), or one it

@@ -30,7 +30,20 @@ type (
 	ScoreExtensions     = upstream.ScoreExtensions
 	ScorePlugin         = upstream.ScorePlugin
 	SharedDRAManager    = upstream.SharedDRAManager
+	SharedLister        = upstream.SharedLister
+	NodePluginScores    = upstream.NodePluginScores
+	NominatingInfo      = upstream.NominatingInfo
+	PodSignature        = upstream.PodSignature
+	SignFragment        = upstream.SignFragment
+	SignPlugin          = upstream.SignPlugin
 	WaitingPod          = upstream.WaitingPod
+)
+
+// Signature fragments of kube-scheduler's own signers (opportunistic
+// batching, KEP-5598: from 1.35 on).
+const (
+	HostPortsSignerName = upstream.HostPortsSignerName
+	ResourcesSignerName = upstream.ResourcesSignerName
 )
 
 // MaxNodeScore is the highest score a Score plugin returns.

@@ -121,8 +121,13 @@ func Config(p Profile) string {
 			args = append([]string{"reservationMode: " + p.ReservationMode}, args...)
 		}
 	}
-	fmt.Fprintf(&b, `  pluginConfig:
-  - name: %s
+	b.WriteString("  pluginConfig:\n")
+	if p.Tandem {
+		// As the shipped profile: no default spreading, which turns off
+		// opportunistic batching.
+		b.WriteString("  - name: PodTopologySpread\n    args:\n      defaultingType: List\n")
+	}
+	fmt.Fprintf(&b, `  - name: %s
     args:
       scoringStrategy:
         type: %s

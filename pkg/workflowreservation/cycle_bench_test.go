@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/pprof"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,17 +17,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	schedulercache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
-	schedulermetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
@@ -67,17 +63,37 @@ import (
 // cycleNamespace is the shipped profile's runnerNamespaces.
 const cycleNamespace = "arc-runners"
 
+// vanillaConfig is kube-scheduler's default profile, but for
+// PodTopologySpread without default constraints, as tandem's profiles ship
+// it (so that opportunistic batching stays on), so that the two sides
+// differ by tandem only.
 var vanillaConfig = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection: {leaderElect: false}
 profiles:
 - schedulerName: default-scheduler
+  pluginConfig:
+  - name: PodTopologySpread
+    args:
+      defaultingType: List
 `
 
 // cycleProfiles are the tandem profiles measured against vanilla's, and
 // vanilla's against itself (the calibration: how far apart the method puts
 // two identical profiles; run with nothing held, which it does not read).
-var cycleProfiles = []struct {
+var cycleProfiles = []cycleProfile{
+	{name: "tandem", file: "manifests/scheduler-config.yaml"},
+	{name: "tandem-least", file: "manifests/scheduler-config.yaml", scoring: config.LeastAllocated},
+	{name: "tandem-pods", file: "manifests/kustomize/pods/scheduler-config.yaml", pods: true},
+	// The shipped profile with kube-scheduler's 16 parallel workers, both
+	// sides: Filter (the framework's parallelizer, stopped once enough
+	// nodes fit, as findNodesThatPassFilters) and Score run in parallel.
+	{name: "tandem-parallel", file: "manifests/scheduler-config.yaml", parallelism: 16},
+	{name: calibration},
+}
+
+// cycleProfile is a profile measured against vanilla's.
+type cycleProfile struct {
 	name string
 	// file is the KubeSchedulerConfiguration, from the repository's root.
 	file string
@@ -85,11 +101,8 @@ var cycleProfiles = []struct {
 	scoring config.ScoringStrategyType
 	// pods: reservationMode Pods, held reservations with placeholders.
 	pods bool
-}{
-	{name: "tandem", file: "manifests/scheduler-config.yaml"},
-	{name: "tandem-least", file: "manifests/scheduler-config.yaml", scoring: config.LeastAllocated},
-	{name: "tandem-pods", file: "manifests/kustomize/pods/scheduler-config.yaml", pods: true},
-	{name: calibration},
+	// parallelism is the framework's, both sides (default 1).
+	parallelism int
 }
 
 // calibration names the case that measures vanilla's profile against
@@ -105,7 +118,7 @@ func BenchmarkCycle(b *testing.B) {
 				}
 				for _, kind := range []string{"PlainPod", "Runner"} {
 					b.Run(fmt.Sprintf("%dNodes/%dHeld/%s/%s", nodes, held, kind, profile.name), func(b *testing.B) {
-						env := cycleEnvFor(b, nodes, held, profile.name, profile.file, profile.scoring, profile.pods, kind)
+						env := cycleEnvFor(b, nodes, held, profile, kind)
 						env.run(b)
 					})
 				}
@@ -190,7 +203,7 @@ func newCycleCluster(b *testing.B, numNodes, held int, pods bool) *cycleCluster 
 	return c
 }
 
-func cycleEnvFor(b *testing.B, numNodes, held int, name, file string, scoring config.ScoringStrategyType, pods bool, kind string) *cycleEnv {
+func cycleEnvFor(b *testing.B, numNodes, held int, profile cycleProfile, kind string) *cycleEnv {
 	if lastEnv != nil && lastEnv.name == b.Name() {
 		return lastEnv
 	}
@@ -200,17 +213,18 @@ func cycleEnvFor(b *testing.B, numNodes, held int, name, file string, scoring co
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx = klog.NewContext(ctx, logr.Discard()) // the plugin's warnings about the shipped args
-	env := &cycleEnv{name: b.Name(), ctx: ctx, cancel: cancel, cluster: newCycleCluster(b, numNodes, held, pods)}
+	env := &cycleEnv{name: b.Name(), ctx: ctx, cancel: cancel, cluster: newCycleCluster(b, numNodes, held, profile.pods)}
+	parallelism := max(profile.parallelism, 1)
 	vanilla := filepath.Join(b.TempDir(), "vanilla.yaml")
 	if err := os.WriteFile(vanilla, []byte(vanillaConfig), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	env.vanilla = newCycleSide(ctx, b, env.cluster, vanilla, "", "", kind)
-	if name == calibration {
-		env.tandem = newCycleSide(ctx, b, env.cluster, vanilla, "", "", kind)
+	env.vanilla = newCycleSide(ctx, b, env.cluster, vanilla, "", "", kind, parallelism)
+	if profile.name == calibration {
+		env.tandem = newCycleSide(ctx, b, env.cluster, vanilla, "", "", kind, parallelism)
 		env.tandem.label = pprof.Labels("side", "calibration")
 	} else {
-		env.tandem = newCycleSide(ctx, b, env.cluster, filepath.Join("..", "..", file), name, scoring, kind)
+		env.tandem = newCycleSide(ctx, b, env.cluster, filepath.Join("..", "..", profile.file), profile.name, profile.scoring, kind, parallelism)
 		if got := len(env.tandem.pl.store.List()); got != held {
 			b.Fatalf("%d reservations rebuilt from the runner pods, want %d", got, held)
 		}
@@ -227,6 +241,8 @@ func cycleEnvFor(b *testing.B, numNodes, held int, name, file string, scoring co
 
 // cycleSide is one profile's framework, with the pod it schedules.
 type cycleSide struct {
+	// parallel filters with the framework's parallelizer.
+	parallel  bool
 	label     pprof.LabelSet
 	ctx       context.Context
 	fw        framework.Framework
@@ -238,7 +254,7 @@ type cycleSide struct {
 	start     int
 }
 
-func newCycleSide(ctx context.Context, b *testing.B, c *cycleCluster, file, name string, scoring config.ScoringStrategyType, kind string) *cycleSide {
+func newCycleSide(ctx context.Context, b *testing.B, c *cycleCluster, file, name string, scoring config.ScoringStrategyType, kind string, parallelism int) *cycleSide {
 	cc, err := options.LoadConfigFromFile(klog.Background(), file)
 	if err != nil {
 		b.Fatal(err)
@@ -251,50 +267,15 @@ func newCycleSide(ctx context.Context, b *testing.B, c *cycleCluster, file, name
 	}
 	// vanilla's plugins read the cluster from the snapshot; tandem's
 	// handlers rebuild the reservations from the runner pods.
-	var client *fake.Clientset
-	if name == "" {
-		client = fake.NewClientset()
-	} else {
+	client := fake.NewClientset()
+	if name != "" {
 		client = fake.NewClientset(c.objs...)
 	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	side := &cycleSide{ctx: ctx, label: pprof.Labels("side", "tandem")}
+	side := &cycleSide{ctx: ctx, label: pprof.Labels("side", "tandem"), parallel: parallelism > 1}
 	if name == "" {
 		side.label = pprof.Labels("side", "vanilla")
 	}
-	registry := plugins.NewInTreeRegistry()
-	if err := registry.Merge(frameworkruntime.Registry{Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		p, err := newPlugin(ctx, obj, h, controllers.NewFeeder(nil))
-		if err == nil {
-			side.pl = p.(*WorkflowReservation)
-		}
-		return p, err
-	}}); err != nil {
-		b.Fatal(err)
-	}
-	schedulermetrics.Register()
-	recorder := events.NewFakeRecorder(0)
-	recorder.Events = nil
-	side.fw, err = frameworkruntime.NewFramework(ctx, registry, &profile,
-		frameworkruntime.WithClientSet(client),
-		frameworkruntime.WithInformerFactory(factory),
-		frameworkruntime.WithSnapshotSharedLister(c.snapshot),
-		frameworkruntime.WithEventRecorder(recorder),
-		frameworkruntime.WithParallelism(1),
-	)
-	if err != nil {
-		b.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	if side.pl != nil {
-		if !cache.WaitForCacheSync(ctx.Done(), side.pl.feeder.Synced) {
-			b.Fatal("the plugin's handlers did not sync")
-		}
-		if side.pl.feeder.Leader().IsLeader() {
-			<-side.pl.feeder.Reconciled() // its first pass, as in newTestPlugin
-		}
-	}
+	side.fw, side.pl = realFramework(ctx, b, &profile, client, c.snapshot, frameworkruntime.WithParallelism(parallelism))
 	side.pod = st.MakePod().Namespace(cycleNamespace).Name("p").UID("p").SchedulerName(profile.SchedulerName).Req(units("500m")).Obj()
 	if kind == "Runner" {
 		side.pod = runnerPod("new").Namespace(cycleNamespace).SchedulerName(profile.SchedulerName).Annotation(contract.WorkflowRequestsAnnotation, "cpu=2,memory=4Gi").Req(units("500m")).Obj()
@@ -316,11 +297,15 @@ func (c *cycleSide) cycle(b *testing.B) {
 		b.Fatalf("PreFilter: %v", status)
 	}
 	processed := 0
-	for processed < len(c.nodeInfos) && len(c.feasible) < c.need {
-		ni := c.nodeInfos[(c.start+processed)%len(c.nodeInfos)]
-		processed++
-		if fw.RunFilterPlugins(ctx, state, pod, ni).IsSuccess() {
-			c.feasible = append(c.feasible, ni)
+	if c.parallel {
+		processed = c.filterInParallel(state)
+	} else {
+		for processed < len(c.nodeInfos) && len(c.feasible) < c.need {
+			ni := c.nodeInfos[(c.start+processed)%len(c.nodeInfos)]
+			processed++
+			if fw.RunFilterPlugins(ctx, state, pod, ni).IsSuccess() {
+				c.feasible = append(c.feasible, ni)
+			}
 		}
 	}
 	c.start = (c.start + processed) % len(c.nodeInfos)
@@ -344,6 +329,34 @@ func (c *cycleSide) cycle(b *testing.B) {
 		b.Fatalf("Reserve: %v", status)
 	}
 	fw.RunReservePluginsUnreserve(ctx, state, pod, best.Name)
+}
+
+// filterInParallel filters the nodes as kube-scheduler's
+// findNodesThatPassFilters does: the framework's parallelizer over every
+// node from the rotating start, cancelled once enough fit. It returns how
+// many nodes it looked at, about.
+func (c *cycleSide) filterInParallel(state fwk.CycleState) int {
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	n := len(c.nodeInfos)
+	feasible := make([]fwk.NodeInfo, c.need)
+	var found, processed atomic.Int32
+	check := func(i int) {
+		ni := c.nodeInfos[(c.start+i)%n]
+		processed.Add(1)
+		if !c.fw.RunFilterPlugins(ctx, state, c.pod, ni).IsSuccess() {
+			return
+		}
+		if k := found.Add(1); k > int32(c.need) {
+			cancel()
+			found.Add(-1)
+		} else {
+			feasible[k-1] = ni
+		}
+	}
+	c.fw.Parallelizer().Until(ctx, n, check, "Filter")
+	c.feasible = append(c.feasible, feasible[:found.Load()]...)
+	return int(processed.Load())
 }
 
 // cycleCost is what one side's cycles took.

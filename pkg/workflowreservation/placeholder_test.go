@@ -3,14 +3,19 @@ package workflowreservation
 import (
 	"bytes"
 	"context"
+	"errors"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
@@ -337,4 +342,60 @@ func TestMemoryModeDeletesPlaceholdersItFinds(t *testing.T) {
 	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	_, h := newTestPlugin(t, defaultArgs(), true, runner, placeholderOf(runner, "1"))
 	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p == nil })
+}
+
+// In reservationMode Pods, Bind creates the runner's placeholder before its
+// Binding, through the scheduler's own client: the room is held on the node
+// from the moment the runner is bound (not only after the placeholder
+// worker's next create, which waited behind a fixed 20/s budget in a burst).
+// While the binding is in flight the worker keeps that placeholder; when
+// the binding fails, Unreserve has the worker delete it.
+func TestPlaceholderCreatedBeforeTheBinding(t *testing.T) {
+	ctx := context.Background()
+	for name, bindFails := range map[string]bool{"bound": false, "binding fails": true} {
+		t.Run(name, func(t *testing.T) {
+			runner := runnerPod("r1").SchedulerName("test").Req(units("1")).Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Obj()
+			pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
+			var mu sync.Mutex
+			var order []string
+			h.client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case a.GetSubresource() == "binding":
+					order = append(order, "binding")
+					if bindFails {
+						return true, nil, apierrors.NewConflict(v1.Resource("pods"), runner.Name, errors.New("the runner changed"))
+					}
+				case a.GetSubresource() == "":
+					order = append(order, "create "+a.(clienttesting.CreateAction).GetObject().(*v1.Pod).Name)
+				}
+				return false, nil, nil
+			})
+			cs := reserveRunner(t, pl, runner, "n1")
+			// The binding is in flight: the runner shows unbound, its
+			// reservation is assumed. The worker wants the placeholder.
+			if _, want := pl.feeder.WantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil || want.Spec.NodeName != "n1" {
+				t.Fatalf("while r1's binding is in flight the worker wants placeholder %v, want one on n1", want)
+			}
+			status := pl.Bind(ctx, cs, runner, "n1")
+			if status.IsSuccess() == bindFails {
+				t.Fatalf("Bind = %v", status)
+			}
+			mu.Lock()
+			if diff := cmp.Diff([]string{"create r1-hold", "binding"}, order[:min(2, len(order))]); diff != "" {
+				t.Errorf("requests (-want,+got):\n%s", diff)
+			}
+			mu.Unlock()
+			hold := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
+			if got := hold.Spec.Containers[0].Resources.Requests[v1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 || hold.Spec.NodeName != "n1" {
+				t.Errorf("placeholder requests cpu %s on %q, want the reservation's 2 on n1", got.String(), hold.Spec.NodeName)
+			}
+			if !bindFails {
+				return
+			}
+			pl.Unreserve(ctx, cs, runner, "n1")
+			waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p == nil })
+		})
+	}
 }

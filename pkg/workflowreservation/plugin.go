@@ -81,6 +81,8 @@ type WorkflowReservation struct {
 	jobs batchlisters.JobLister
 	// index finds the store's entry of a node of the snapshot.
 	index nodeIndexRef
+	// signed is what the last PreFilter found of its pod, for SignPod.
+	signed atomic.Pointer[signedPod]
 	// handoverState: with Pods, the in-tree Fit this plugin runs.
 	handoverState
 	// lifetime is the context the framework made the plugin in, done when
@@ -205,6 +207,8 @@ type preFilterState struct {
 	// adjust is what the framework's AddPod and RemovePod changed in this
 	// copy of the cycle state (preemption dry runs, nominated pods).
 	adjust adjustments
+	// nonZero is the pod's request as Score counts it (nonZeroRequest).
+	nonZero reservations.Amount
 	// noneHeld: an ordinary pod, nothing held anywhere and no runner
 	// nominated when the cycle began. Filter runs the Fit only (the
 	// profile's, when the plugin runs it; otherwise PreFilter skipped it).
@@ -295,6 +299,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	}
 	if s.kind == kindOther && pl.store.Empty() && !pl.feeder.AnyNominated() {
 		if !ownsFit {
+			pl.signed.Store(&signedPod{pod: pod})
 			return nil, fwk.NewStatus(fwk.Skip)
 		}
 		// Filter runs the Fit, and nothing more.
@@ -302,10 +307,20 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	}
 	pl.index.update(pl.store, nodes)
 	s.request = reservations.PodAmount(pod)
+	s.nonZero = nonZeroRequest(pod)
 	s.hostPorts = podHostPorts(pod)
 	s.rejected = &atomic.Bool{}
 	cs.Write(preFilterStateKey, s)
+	pl.signed.Store(&signedPod{pod: pod, s: s})
 	return result, nil
+}
+
+// signedPod is what the last PreFilter of a profile found of its pod, for
+// SignPod, which the framework calls next in the same cycle (opportunistic
+// batching): s is nil for a pod PreFilter skipped.
+type signedPod struct {
+	pod *v1.Pod
+	s   *preFilterState
 }
 
 // awaitRebuild holds the first cycles until the informer handlers have
@@ -573,9 +588,9 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 func (pl *WorkflowReservation) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	s, err := getPreFilterState(cs)
 	if err != nil {
-		s = &preFilterState{}
+		s = &preFilterState{nonZero: nonZeroRequest(pod)}
 	}
-	need := nonZeroRequest(pod)
+	need := s.nonZero
 	if s.kind == kindRunner {
 		need = need.Add(s.workflow)
 	}
@@ -740,6 +755,8 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 		if pl.store.Return(rs.taken) {
 			logger.V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", rs.taken.Node)
 			metrics.Releases.WithLabelValues(pl.profile.Name, metrics.ReleaseUnreserved, "false").Inc()
+			// A placeholder Bind created goes with it.
+			pl.feeder.Placeholders().Check(pod.Namespace, pod.Name, pod.UID)
 		} else if r, ok := pl.store.Get(key); ok && r.RunnerUID == pod.UID {
 			logger.V(2).Info("Binding reported a failure but the runner is bound; keeping its reservation", "runner", klog.KObj(pod), "node", r.Node)
 		}
@@ -825,6 +842,9 @@ func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod 
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
+	if pl.profile.ReservationMode == config.ReservationModePods {
+		pl.placeholderBeforeBinding(ctx, pod, &r)
+	}
 	binding := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
 			Annotations: map[string]string{contract.ReservationAnnotation: value}},
@@ -843,6 +863,26 @@ func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod 
 	}
 	cs.Write(boundStateKey, boundState{})
 	return nil
+}
+
+// placeholderBeforeBinding creates the runner's placeholder (reservationMode
+// Pods) before its Binding, through the scheduler's own client: bindings
+// and placeholders share the budget the operator gave the scheduler, two
+// writes per runner, and the room is held on the node for the kubelet,
+// other schedulers and autoscalers from the moment the runner is bound. A
+// create that fails is the placeholder worker's to retry once the runner
+// shows bound.
+func (pl *WorkflowReservation) placeholderBeforeBinding(ctx context.Context, pod *v1.Pod, r *reservations.Reservation) {
+	hold, _ := r.Holds(reservations.RunnerPods{})
+	hold.Pods = 0
+	if hold.IsZero() {
+		return
+	}
+	want := controllers.PlaceholderFor(pod, r.Node, hold, pl.profile.PlaceholderImage)
+	if err := pl.feeder.Placeholders().CreateForBind(ctx, pl.handle.ClientSet(), pod, want); err != nil {
+		klog.FromContext(ctx).V(2).Info("Cannot create the placeholder before the runner's binding; the placeholder worker retries once it is bound",
+			"runner", klog.KObj(pod), "node", r.Node, "err", err)
+	}
 }
 
 // PostBind reports the reservation taken or claimed.

@@ -9,11 +9,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/test/bench/compare"
 )
 
@@ -75,6 +80,11 @@ type Window struct {
 	start *windowSnapshot
 	done  bool
 	err   error
+	// boundAt is when each runner pod (by UID) was first seen bound, and
+	// placedAt when each runner's placeholder (by the runner's UID) was
+	// first seen: reservationMode Pods' time to placeholder.
+	boundAt, placedAt map[types.UID]time.Time
+	startAt, stopAt   time.Time
 }
 
 // windowSnapshot is what the window reads at each marker.
@@ -82,13 +92,15 @@ type windowSnapshot struct {
 	histograms map[string]*dto.Histogram
 	// podWrites counts the apiserver's write requests to pods so far.
 	podWrites float64
+	// batch counts opportunistic batching's attempts by result.
+	batch map[string]float64
 }
 
 // StartWindow watches client for the markers of the workload named name
 // ("BenchmarkPerfScheduling/<test case>/<workload>"). stop ends the watch and
 // returns an error if a window started and was not written.
 func StartWindow(ctx context.Context, client kubernetes.Interface, name string) (stop func() error, err error) {
-	w := &Window{name: name}
+	w := &Window{name: name, boundAt: map[types.UID]time.Time{}, placedAt: map[types.UID]time.Time{}}
 	if f := flag.Lookup("data-items-dir"); f != nil {
 		w.dir = f.Value.String()
 	}
@@ -104,11 +116,35 @@ func StartWindow(ctx context.Context, client kubernetes.Interface, name string) 
 		cancel()
 		return nil, fmt.Errorf("window: configmap handler: %w", err)
 	}
+	// Runners and placeholders, wherever the workload puts them.
+	pods := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = contract.PlaceholderLabel + " in (true)"
+	}))
+	runners := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = "actions-ephemeral-runner=True"
+	}))
+	seen := func(obj any) {
+		if pod, ok := obj.(*v1.Pod); ok {
+			w.seePod(pod)
+		}
+	}
+	for _, f := range []informers.SharedInformerFactory{pods, runners} {
+		if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    seen,
+			UpdateFunc: func(_, obj any) { seen(obj) },
+		}); err != nil {
+			cancel()
+			return nil, fmt.Errorf("window: pod handler: %w", err)
+		}
+		f.Start(ctx.Done())
+	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	return func() error {
 		cancel()
 		factory.Shutdown()
+		pods.Shutdown()
+		runners.Shutdown()
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if w.start != nil && !w.done && w.err == nil {
@@ -118,17 +154,38 @@ func StartWindow(ctx context.Context, client kubernetes.Interface, name string) 
 	}, nil
 }
 
+// seePod notes when a runner was first seen bound, and when a runner's
+// placeholder was first seen.
+func (w *Window) seePod(pod *v1.Pod) {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case contract.IsPlaceholder(pod):
+		owner := metav1.GetControllerOf(pod).UID
+		if _, ok := w.placedAt[owner]; !ok {
+			w.placedAt[owner] = now
+		}
+	case pod.Spec.NodeName != "":
+		if _, ok := w.boundAt[pod.UID]; !ok {
+			w.boundAt[pod.UID] = now
+		}
+	}
+}
+
 func (w *Window) mark(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch name {
 	case WindowStart:
 		w.start, w.err = gatherWindowed()
+		w.startAt = time.Now()
 	case WindowStop:
 		if w.start == nil || w.done {
 			return
 		}
 		w.done = true
+		w.stopAt = time.Now()
 		end, err := gatherWindowed()
 		if err == nil {
 			err = w.write(end)
@@ -179,6 +236,21 @@ func (w *Window) write(end *windowSnapshot) error {
 			Labels: map[string]string{"Name": strings.Join(parts[:3], "/") + "/" + WindowPhase, "Metric": compare.MetricPodWrites},
 		})
 	}
+	if item, ok := w.timeToPlaceholder(); ok {
+		item.Labels = map[string]string{"Name": strings.Join(parts[:3], "/") + "/" + WindowPhase, "Metric": compare.MetricTimeToPlaceholder}
+		items.DataItems = append(items.DataItems, item)
+	}
+	// Opportunistic batching's attempts, by result (kube-scheduler's
+	// metrics.BatchAttempt* values).
+	batch := map[string]float64{
+		"HintUsed":    end.batch["hint_used"] - w.start.batch["hint_used"],
+		"NoHint":      end.batch["no_hint"] - w.start.batch["no_hint"],
+		"HintNotUsed": end.batch["hint_not_used"] - w.start.batch["hint_not_used"],
+	}
+	items.DataItems = append(items.DataItems, windowItem{
+		Data: batch, Unit: "attempts",
+		Labels: map[string]string{"Name": strings.Join(parts[:3], "/") + "/" + WindowPhase, "Metric": compare.MetricBatchAttempts},
+	})
 	data, err := json.MarshalIndent(items, "", "  ")
 	if err != nil {
 		return err
@@ -186,6 +258,40 @@ func (w *Window) write(end *windowSnapshot) error {
 	file := filepath.Join(w.dir, "window-"+parts[1]+"_"+parts[2]+".json")
 	klog.Background().Info("Window: writing the measured phase's latencies", "file", file, "items", len(items.DataItems))
 	return os.WriteFile(file, data, 0o644)
+}
+
+// timeToPlaceholder is, for the runners first seen bound in the window,
+// the time from when each was seen bound to when its placeholder was seen
+// (reservationMode Pods; none before, zero), quantiles in milliseconds, and
+// how many had none by the end of the window; false where no placeholder
+// was seen at all (reservationMode Memory).
+func (w *Window) timeToPlaceholder() (windowItem, bool) {
+	if len(w.placedAt) == 0 {
+		return windowItem{}, false
+	}
+	var delays []float64
+	missing := 0
+	for uid, bound := range w.boundAt {
+		if bound.Before(w.startAt) || bound.After(w.stopAt) {
+			continue
+		}
+		placed, ok := w.placedAt[uid]
+		if !ok || placed.After(w.stopAt) {
+			missing++
+			continue
+		}
+		delays = append(delays, max(0, placed.Sub(bound).Seconds()*1000))
+	}
+	slices.Sort(delays)
+	at := func(q float64) float64 {
+		if len(delays) == 0 {
+			return 0
+		}
+		return delays[min(len(delays)-1, int(math.Ceil(q*float64(len(delays))))-1)]
+	}
+	return windowItem{Unit: "ms", Data: map[string]float64{
+		"Perc50": at(0.50), "Perc99": at(0.99), "Max": at(1), "Count": float64(len(delays)), "Missing": float64(missing),
+	}}, true
 }
 
 type windowItems struct {
@@ -214,7 +320,7 @@ func gatherWindowed() (*windowSnapshot, error) {
 	for _, f := range families {
 		byName[f.GetName()] = f
 	}
-	out := &windowSnapshot{histograms: map[string]*dto.Histogram{}}
+	out := &windowSnapshot{histograms: map[string]*dto.Histogram{}, batch: map[string]float64{}}
 	for _, m := range windowed {
 		f := byName[m.metric]
 		if f == nil {
@@ -231,6 +337,11 @@ func gatherWindowed() (*windowSnapshot, error) {
 				return nil, fmt.Errorf("window: %s: %w", k, err)
 			}
 			out.histograms[k] = sum
+		}
+	}
+	if f := byName[compare.MetricBatchAttempts]; f != nil {
+		for _, metric := range f.GetMetric() {
+			out.batch[labelValue(metric, "result")] += metric.GetCounter().GetValue()
 		}
 	}
 	if f := byName["apiserver_request_total"]; f != nil {

@@ -2,11 +2,14 @@ package bench
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/tandem-scheduler/tandem/test/bench/compare"
@@ -63,9 +66,10 @@ func TestWindowSubtractsTheWarmUp(t *testing.T) {
 func TestWindowWrite(t *testing.T) {
 	dir := t.TempDir()
 	w := &Window{name: "BenchmarkPerfScheduling/ChurnTandem/500Nodes_2000Pairs_4Rounds", dir: dir,
-		start: &windowSnapshot{histograms: map[string]*dto.Histogram{}}}
+		start: &windowSnapshot{histograms: map[string]*dto.Histogram{}, batch: map[string]float64{"hint_used": 10, "no_hint": 5}}}
 	k := seriesKey("scheduler_scheduling_attempt_duration_seconds", "result", "scheduled")
-	if err := w.write(&windowSnapshot{histograms: map[string]*dto.Histogram{k: histogram(4, 2, 0, 4, 4)}}); err != nil {
+	end := &windowSnapshot{histograms: map[string]*dto.Histogram{k: histogram(4, 2, 0, 4, 4)}, batch: map[string]float64{"hint_used": 13, "no_hint": 6}}
+	if err := w.write(end); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "window-ChurnTandem_500Nodes_2000Pairs_4Rounds.json"))
@@ -76,12 +80,16 @@ func TestWindowWrite(t *testing.T) {
 	if err := json.Unmarshal(data, &items); err != nil {
 		t.Fatal(err)
 	}
-	if len(items.DataItems) != 1 {
-		t.Fatalf("items %+v, want one", items.DataItems)
+	if len(items.DataItems) != 2 {
+		t.Fatalf("items %+v, want the attempts' latency and the batch's attempts", items.DataItems)
 	}
 	it := items.DataItems[0]
 	if it.Labels["Name"] != "BenchmarkPerfScheduling/ChurnTandem/500Nodes_2000Pairs_4Rounds/window" || it.Labels["result"] != "scheduled" || it.Data["Count"] != 4 {
 		t.Errorf("item %+v", it)
+	}
+	// The batch's attempts in the window: 3 took the hinted node, 1 had none.
+	if it := items.DataItems[1]; it.Labels["Metric"] != compare.MetricBatchAttempts || it.Data["HintUsed"] != 3 || it.Data["NoHint"] != 1 || it.Data["HintNotUsed"] != 0 {
+		t.Errorf("batch item %+v, want 3 hints used, 1 attempt without", it)
 	}
 }
 
@@ -124,5 +132,35 @@ func TestWindowPodWrites(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no %s item in %+v", compare.MetricPodWrites, items.DataItems)
+	}
+}
+
+// Time to placeholder, reservationMode Pods: of the runners first seen
+// bound in the window, how long after each its placeholder was seen (none
+// before it: a placeholder created before the Binding counts zero), and
+// how many had none by the window's end. A window without placeholders
+// (Memory mode) writes no such item.
+func TestWindowTimeToPlaceholder(t *testing.T) {
+	start := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	w := &Window{boundAt: map[types.UID]time.Time{}, placedAt: map[types.UID]time.Time{}, startAt: start, stopAt: start.Add(time.Minute)}
+	if _, ok := w.timeToPlaceholder(); ok {
+		t.Error("a window without placeholders wrote a time to placeholder")
+	}
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	w.boundAt["before"], w.placedAt["before"] = at(-500), at(-400) // bound before the window: not counted
+	w.boundAt["early"], w.placedAt["early"] = at(1000), at(900)    // placeholder first: 0
+	w.boundAt["a"], w.placedAt["a"] = at(2000), at(2100)
+	w.boundAt["b"], w.placedAt["b"] = at(3000), at(3300)
+	w.boundAt["none"] = at(4000)                                // never got one
+	w.boundAt["late"], w.placedAt["late"] = at(5000), at(70000) // after the window: missing
+	item, ok := w.timeToPlaceholder()
+	if !ok {
+		t.Fatal("no time to placeholder")
+	}
+	want := map[string]float64{"Perc50": 100, "Perc99": 300, "Max": 300, "Count": 3, "Missing": 2}
+	for k, v := range want {
+		if math.Abs(item.Data[k]-v) > 1e-6 {
+			t.Errorf("%s = %v, want %v (all: %v)", k, item.Data[k], v, item.Data)
+		}
 	}
 }

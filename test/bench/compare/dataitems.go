@@ -23,6 +23,14 @@ const (
 	// test/bench's Window writes: "Total", and "PerPod" per pod the
 	// scheduler bound in it (the SLI histogram's count).
 	MetricPodWrites = "apiserver_pod_writes"
+	// MetricBatchAttempts is kube-scheduler's opportunistic batching
+	// (scheduler_batch_attempts_total) in the measured window: Data
+	// HintUsed, NoHint and HintNotUsed count its attempts by result.
+	MetricBatchAttempts = "scheduler_batch_attempts_total"
+	// MetricTimeToPlaceholder is, in reservationMode Pods, the time from a
+	// runner seen bound to its placeholder seen, in the measured window
+	// (Perc50, Perc99, Max in ms; Count; Missing: runners without one).
+	MetricTimeToPlaceholder = "tandem_time_to_placeholder"
 	// WindowPhase is the phase of the data items test/bench's Window writes
 	// (window-*.json): the measured window alone.
 	WindowPhase = "window"
@@ -58,6 +66,20 @@ type Sample struct {
 	// workload, the scheduler, tandem's placeholders) per pod the
 	// scheduler bound in the measured window.
 	PodWritesPerPod float64 `json:"podWritesPerPod,omitempty"`
+	// Batched is the share of the window's scheduling attempts that took
+	// the node opportunistic batching hinted (KEP-5598), HintedAttempts
+	// their count.
+	Batched        float64 `json:"batched,omitempty"`
+	HintedAttempts float64 `json:"hintedAttempts,omitempty"`
+	// PlaceholderP50 and PlaceholderP99 are the time from a runner seen
+	// bound to its placeholder seen (ms; reservationMode Pods; zero for one
+	// seen first), of PlaceholderRunners runners bound in the window, and
+	// PlaceholdersMissing the runners bound in the window without one by
+	// its end.
+	PlaceholderRunners  float64 `json:"placeholderRunners,omitempty"`
+	PlaceholderP50      float64 `json:"placeholderP50,omitempty"`
+	PlaceholderP99      float64 `json:"placeholderP99,omitempty"`
+	PlaceholdersMissing float64 `json:"placeholdersMissing,omitempty"`
 	// Windowed says the latencies are those of the measured window (the
 	// window's data items); scheduler_perf's own cover the whole workload.
 	Windowed bool `json:"windowed,omitempty"`
@@ -105,6 +127,9 @@ func ReadDir(dir string) (map[Key]Sample, error) {
 		s.AlgorithmP50, s.AlgorithmP99 = w.AlgorithmP50, w.AlgorithmP99
 		s.SLIP50, s.SLIP99 = w.SLIP50, w.SLIP99
 		s.BindingP99, s.PodWritesPerPod, s.Windowed = w.BindingP99, w.PodWritesPerPod, true
+		s.Batched, s.HintedAttempts = w.Batched, w.HintedAttempts
+		s.PlaceholderP50, s.PlaceholderP99, s.PlaceholdersMissing = w.PlaceholderP50, w.PlaceholderP99, w.PlaceholdersMissing
+		s.PlaceholderRunners = w.PlaceholderRunners
 		samples[k] = s
 	}
 	dats, err := filepath.Glob(filepath.Join(dir, "*.dat"))
@@ -166,6 +191,14 @@ func readDataItems(file string, samples map[Key]Sample) error {
 			}
 		case MetricPodWrites:
 			s.PodWritesPerPod = it.Data["PerPod"]
+		case MetricTimeToPlaceholder:
+			s.PlaceholderP50, s.PlaceholderP99, s.PlaceholdersMissing = it.Data["Perc50"], it.Data["Perc99"], it.Data["Missing"]
+			s.PlaceholderRunners = it.Data["Count"] + it.Data["Missing"]
+		case MetricBatchAttempts:
+			used := it.Data["HintUsed"]
+			if all := used + it.Data["NoHint"] + it.Data["HintNotUsed"]; all > 0 {
+				s.Batched, s.HintedAttempts = round(used/all), used
+			}
 		}
 		samples[k] = s
 	}

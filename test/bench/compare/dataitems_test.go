@@ -83,8 +83,8 @@ func TestReadResultsRecorded(t *testing.T) {
 			wantRunID: "20261202T100000", wantCommit: "def5678",
 			want: WorkloadReport{
 				Name: saturation.ID(), Nodes: 500,
-				Vanilla:         Sample{Throughput: 30.03, P50: 70, P99: 450, AlgorithmP50: 2, AlgorithmP99: 30, BindingP99: 160, PodWritesPerPod: 4.5, AttemptsPerPod: 4.309, Windowed: true},
-				Tandem:          Sample{Throughput: 21.587, P50: 70, P99: 450, AlgorithmP50: 2, AlgorithmP99: 30, BindingP99: 160, PodWritesPerPod: 4.5, AttemptsPerPod: 2.616, Windowed: true},
+				Vanilla:         Sample{Throughput: 30.03, P50: 70, P99: 450, AlgorithmP50: 2, AlgorithmP99: 30, BindingP99: 160, PodWritesPerPod: 4.5, AttemptsPerPod: 4.309, Batched: 0.75, HintedAttempts: 1500, Windowed: true},
+				Tandem:          Sample{Throughput: 21.587, P50: 70, P99: 450, AlgorithmP50: 2, AlgorithmP99: 30, BindingP99: 160, PodWritesPerPod: 4.5, AttemptsPerPod: 2.616, Batched: 0.75, HintedAttempts: 1500, Windowed: true},
 				ThroughputRatio: 0.719, P99LatencyRatio: 1, AlgorithmP99Ratio: 1, Repetitions: 1, MaxLoad1: 11.66,
 				// One repetition makes no interval.
 				ThroughputVerdict: NotEstablished, P99LatencyVerdict: NotEstablished, Verdict: NotEstablished,
@@ -94,8 +94,8 @@ func TestReadResultsRecorded(t *testing.T) {
 			runID: "20261201T110000", wantRunID: "20261201T110000", wantCommit: "abc1234",
 			want: WorkloadReport{
 				Name: churn.ID(), Nodes: 500,
-				Vanilla:         Sample{Throughput: 87.832, P50: 70, P99: 450, AlgorithmP50: 2, AlgorithmP99: 30, BindingP99: 160, PodWritesPerPod: 4.5, AttemptsPerPod: 1, Windowed: true},
-				Tandem:          Sample{Throughput: 71.027, P50: 70, P99: 450, AlgorithmP50: 2, AlgorithmP99: 30, BindingP99: 160, PodWritesPerPod: 4.5, AttemptsPerPod: 1, Windowed: true},
+				Vanilla:         Sample{Throughput: 87.832, P50: 70, P99: 450, AlgorithmP50: 2, AlgorithmP99: 30, BindingP99: 160, PodWritesPerPod: 4.5, AttemptsPerPod: 1, Batched: 0.75, HintedAttempts: 1500, Windowed: true},
+				Tandem:          Sample{Throughput: 71.027, P50: 70, P99: 450, AlgorithmP50: 2, AlgorithmP99: 30, BindingP99: 160, PodWritesPerPod: 4.5, AttemptsPerPod: 1, Batched: 0.75, HintedAttempts: 1500, Windowed: true},
 				ThroughputRatio: 0.809, P99LatencyRatio: 1, AlgorithmP99Ratio: 1, Repetitions: 1, MaxLoad1: 13.27,
 				ThroughputVerdict: NotEstablished, P99LatencyVerdict: NotEstablished, Verdict: NotEstablished,
 			},

@@ -229,18 +229,26 @@ func medianSample(samples []Sample) Sample {
 		return round(median(xs))
 	}
 	return Sample{
-		Throughput:       field(func(s Sample) float64 { return s.Throughput }),
-		P50:              field(func(s Sample) float64 { return s.P50 }),
-		P99:              field(func(s Sample) float64 { return s.P99 }),
-		AlgorithmP50:     field(func(s Sample) float64 { return s.AlgorithmP50 }),
-		AlgorithmP99:     field(func(s Sample) float64 { return s.AlgorithmP99 }),
-		SLIP50:           field(func(s Sample) float64 { return s.SLIP50 }),
-		SLIP99:           field(func(s Sample) float64 { return s.SLIP99 }),
-		UnschedulableP99: field(func(s Sample) float64 { return s.UnschedulableP99 }),
-		AttemptsPerPod:   field(func(s Sample) float64 { return s.AttemptsPerPod }),
-		BindingP99:       field(func(s Sample) float64 { return s.BindingP99 }),
-		PodWritesPerPod:  field(func(s Sample) float64 { return s.PodWritesPerPod }),
-		Windowed:         len(samples) > 0 && !slices.ContainsFunc(samples, func(s Sample) bool { return !s.Windowed }),
+		Throughput:         field(func(s Sample) float64 { return s.Throughput }),
+		P50:                field(func(s Sample) float64 { return s.P50 }),
+		P99:                field(func(s Sample) float64 { return s.P99 }),
+		AlgorithmP50:       field(func(s Sample) float64 { return s.AlgorithmP50 }),
+		AlgorithmP99:       field(func(s Sample) float64 { return s.AlgorithmP99 }),
+		SLIP50:             field(func(s Sample) float64 { return s.SLIP50 }),
+		SLIP99:             field(func(s Sample) float64 { return s.SLIP99 }),
+		UnschedulableP99:   field(func(s Sample) float64 { return s.UnschedulableP99 }),
+		AttemptsPerPod:     field(func(s Sample) float64 { return s.AttemptsPerPod }),
+		BindingP99:         field(func(s Sample) float64 { return s.BindingP99 }),
+		PodWritesPerPod:    field(func(s Sample) float64 { return s.PodWritesPerPod }),
+		Batched:            field(func(s Sample) float64 { return s.Batched }),
+		HintedAttempts:     field(func(s Sample) float64 { return s.HintedAttempts }),
+		PlaceholderRunners: field(func(s Sample) float64 { return s.PlaceholderRunners }),
+		PlaceholderP50:     median(mapSamples(placeholderSamples(samples), func(s Sample) float64 { return s.PlaceholderP50 })),
+		PlaceholderP99:     median(mapSamples(placeholderSamples(samples), func(s Sample) float64 { return s.PlaceholderP99 })),
+		// The worst repetition's: one runner without its placeholder is
+		// one too many.
+		PlaceholdersMissing: slices.Max(append([]float64{0}, mapSamples(samples, func(s Sample) float64 { return s.PlaceholdersMissing })...)),
+		Windowed:            len(samples) > 0 && !slices.ContainsFunc(samples, func(s Sample) bool { return !s.Windowed }),
 	}
 }
 
@@ -264,16 +272,48 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "workload\tvanilla algorithm p50/p99 ms\ttandem algorithm p50/p99 ms\talgorithm p99 ratio\tspread\tvanilla SLI p50/p99 ms\ttandem SLI p50/p99 ms\tattempts/pod v/t\tapiserver binding p99 ms v/t\tpod writes/pod v/t\tfailed runs\t\n")
+	fmt.Fprintf(tw, "workload\tvanilla algorithm p50/p99 ms\ttandem algorithm p50/p99 ms\talgorithm p99 ratio\tspread\tvanilla SLI p50/p99 ms\ttandem SLI p50/p99 ms\tattempts/pod v/t\tapiserver binding p99 ms v/t\tpod writes/pod v/t\tbatched v/t\ttandem placeholder p50/p99 ms (missing)\tfailed runs\t\n")
 	for _, wr := range r.Workloads {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d\t\n", wr.Name,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", wr.Name,
 			pair(wr.Vanilla.AlgorithmP50, wr.Vanilla.AlgorithmP99), pair(wr.Tandem.AlgorithmP50, wr.Tandem.AlgorithmP99),
 			wr.AlgorithmP99Ratio, wr.AlgorithmP99Spread,
 			pair(wr.Vanilla.SLIP50, wr.Vanilla.SLIP99), pair(wr.Tandem.SLIP50, wr.Tandem.SLIP99),
 			pair(wr.Vanilla.AttemptsPerPod, wr.Tandem.AttemptsPerPod), pair(wr.Vanilla.BindingP99, wr.Tandem.BindingP99),
-			pair(wr.Vanilla.PodWritesPerPod, wr.Tandem.PodWritesPerPod), wr.Failed)
+			pair(wr.Vanilla.PodWritesPerPod, wr.Tandem.PodWritesPerPod), pair(wr.Vanilla.Batched, wr.Tandem.Batched),
+			placeholderTimes(wr.Tandem), wr.Failed)
 	}
 	return tw.Flush()
+}
+
+// placeholderTimes prints a side's time to placeholder, "-" where it has
+// none (reservationMode Memory).
+func placeholderTimes(s Sample) string {
+	if s.PlaceholderRunners == 0 {
+		return "-"
+	}
+	ms := func(x float64) string { return fmt.Sprintf("%.0f", x) }
+	return fmt.Sprintf("%s / %s (%.0f of %.0f)", ms(s.PlaceholderP50), ms(s.PlaceholderP99), s.PlaceholdersMissing, s.PlaceholderRunners)
+}
+
+// placeholderSamples are the samples that measured a time to placeholder
+// (zero times count: a placeholder seen before its runner bound).
+func placeholderSamples(samples []Sample) []Sample {
+	var out []Sample
+	for _, s := range samples {
+		if s.PlaceholderRunners > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// mapSamples applies get to every sample.
+func mapSamples(samples []Sample, get func(Sample) float64) []float64 {
+	out := make([]float64, len(samples))
+	for i, s := range samples {
+		out[i] = get(s)
+	}
+	return out
 }
 
 // pair prints "a / b" with a precision that suits the values.

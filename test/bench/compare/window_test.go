@@ -17,7 +17,8 @@ const windowItems = `{"dataItems":[
  {"data":{"Perc50":70,"Perc99":450},"unit":"ms","labels":{"Metric":"scheduler_scheduling_attempt_duration_seconds","Name":"BenchmarkPerfScheduling/ChurnTandem/500Nodes/window","result":"scheduled"}},
  {"data":{"Perc50":2,"Perc99":30},"unit":"ms","labels":{"Metric":"scheduler_scheduling_algorithm_duration_seconds","Name":"BenchmarkPerfScheduling/ChurnTandem/500Nodes/window"}},
  {"data":{"Perc99":160},"unit":"ms","labels":{"Metric":"apiserver_request_duration_seconds","Name":"BenchmarkPerfScheduling/ChurnTandem/500Nodes/window","subresource":"binding"}},
- {"data":{"Total":9000,"PerPod":4.5},"unit":"requests","labels":{"Metric":"apiserver_pod_writes","Name":"BenchmarkPerfScheduling/ChurnTandem/500Nodes/window"}}
+ {"data":{"Total":9000,"PerPod":4.5},"unit":"requests","labels":{"Metric":"apiserver_pod_writes","Name":"BenchmarkPerfScheduling/ChurnTandem/500Nodes/window"}},
+ {"data":{"HintUsed":1500,"NoHint":450,"HintNotUsed":50},"unit":"attempts","labels":{"Metric":"scheduler_batch_attempts_total","Name":"BenchmarkPerfScheduling/ChurnTandem/500Nodes/window"}}
 ]}`
 
 func writeFiles(t *testing.T, files map[string]string) string {
@@ -47,7 +48,8 @@ func TestReadDirPrefersTheWindow(t *testing.T) {
 	if got == nil {
 		t.Fatalf("no sample: %s", why)
 	}
-	want := Sample{Throughput: 120.5, P50: 70, P99: 450, AlgorithmP50: 2, AlgorithmP99: 30, BindingP99: 160, PodWritesPerPod: 4.5, Windowed: true}
+	want := Sample{Throughput: 120.5, P50: 70, P99: 450, AlgorithmP50: 2, AlgorithmP99: 30, BindingP99: 160, PodWritesPerPod: 4.5,
+		Batched: 0.75, HintedAttempts: 1500, Windowed: true}
 	if *got != want {
 		t.Errorf("sample %+v, want %+v", *got, want)
 	}

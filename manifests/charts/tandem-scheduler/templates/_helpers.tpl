@@ -58,6 +58,12 @@ profiles:
         disabled:
           - name: NodeResourcesFit
     pluginConfig:
+      # Opportunistic batching needs PodTopologySpread without default
+      # constraints; runner and workflow pods belong to no Service,
+      # ReplicaSet or StatefulSet, which the System defaults spread.
+      - name: PodTopologySpread
+        args:
+          defaultingType: List
       - name: WorkflowReservation
         args:
           {{- include "tandem-scheduler.pluginArgs" . | nindent 10 }}
