@@ -209,9 +209,12 @@ type preFilterState struct {
 	adjust adjustments
 	// nonZero is the pod's request as Score counts it (nonZeroRequest).
 	nonZero reservations.Amount
-	// noneHeld: an ordinary pod, nothing held anywhere and no runner
-	// nominated when the cycle began. Filter runs the Fit only (the
-	// profile's, when the plugin runs it; otherwise PreFilter skipped it).
+	// pair is a runner's request with its workflow pod's.
+	pair reservations.Amount
+	// noneHeld: an ordinary pod or a runner, nothing held anywhere and no
+	// runner nominated when the cycle began: Filter and Score read no held
+	// room (for an ordinary pod Filter runs the Fit only; PreFilter skips
+	// it where the profile runs the stock Fit).
 	noneHeld bool
 }
 
@@ -297,16 +300,20 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 				"Annotation %s ignored: the pod is not a runner of profile %s (it does not match runnerSelector, or its namespace is not one of runnerNamespaces)", contract.WorkflowRequestsAnnotation, pl.profile.Name)
 		}
 	}
-	if s.kind == kindOther && pl.store.Empty() && !pl.feeder.AnyNominated() {
-		if !ownsFit {
+	if (s.kind == kindOther || s.kind == kindRunner) && pl.store.Empty() && !pl.feeder.AnyNominated() {
+		if s.kind == kindOther && !ownsFit {
 			pl.signed.Store(&signedPod{pod: pod})
 			return nil, fwk.NewStatus(fwk.Skip)
 		}
-		// Filter runs the Fit, and nothing more.
+		// Filter and Score read no held room: the Fit, and for a runner
+		// the pair, are all there is to check.
 		s.noneHeld = true
 	}
 	pl.index.update(pl.store, nodes)
 	s.request = reservations.PodAmount(pod)
+	if s.kind == kindRunner {
+		s.pair = s.request.Add(s.workflow)
+	}
 	s.nonZero = nonZeroRequest(pod)
 	s.hostPorts = podHostPorts(pod)
 	s.rejected = &atomic.Bool{}
@@ -494,7 +501,7 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 			return status
 		}
 	}
-	if s.noneHeld {
+	if s.noneHeld && s.kind == kindOther {
 		return nil
 	}
 	status := pl.filter(s, nodeInfo)
@@ -505,14 +512,17 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 }
 
 func (pl *WorkflowReservation) filter(s *preFilterState, nodeInfo fwk.NodeInfo) *fwk.Status {
-	held := pl.reservedOn(s, nodeInfo)
+	var held reservations.Held
+	if !s.noneHeld {
+		held = pl.reservedOn(s, nodeInfo)
+	}
 	if len(held.Ports) > 0 && portConflict(s.hostPorts, nodeInfo, held.Ports) && !portConflict(s.hostPorts, nodeInfo, nil) {
 		// Ports the node's pods use are NodePorts' to report.
 		return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonPortReserved)
 	}
 	switch s.kind {
 	case kindRunner:
-		if !fits(s.request.Add(s.workflow), held.Amount, nodeInfo) {
+		if !fits(s.pair, held.Amount, nodeInfo) {
 			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonPairDoesNotFit)
 		}
 		if portConflict(s.ports, nodeInfo, held.Ports) {
