@@ -34,7 +34,7 @@ func realFramework(ctx context.Context, tb testing.TB, profile *schedconfig.Kube
 	var pl *WorkflowReservation
 	registry := plugins.NewInTreeRegistry()
 	if err := registry.Merge(frameworkruntime.Registry{Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		p, err := newPlugin(ctx, obj, h, controllers.NewFeeder(nil))
+		p, err := newPlugin(ctx, obj, h, controllers.NewFeeder(nil), &nodeIndexRef{})
 		if err == nil {
 			pl = p.(*WorkflowReservation)
 		}

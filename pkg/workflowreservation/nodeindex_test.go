@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
@@ -179,5 +181,67 @@ func TestNodeIndexIgnoresUnknownNodeInfos(t *testing.T) {
 	}
 	if n := idx.lookup(ni); n != nil {
 		t.Errorf("the entry of a deleted node was found: %v", n)
+	}
+}
+
+// Found in review: with nothing held anywhere and no runner nominated as
+// the informer shows it, Filter and Score skip the held room; but the
+// framework may add a nominated runner to a copy of the cycle state
+// (AddPod) before the informer shows its nomination, and that runner's
+// workflow room must still be counted, or another pod takes it and the
+// runner preempts again.
+func TestNothingHeldStillCountsANominatedRunner(t *testing.T) {
+	ctx := context.Background()
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	pl.layoutOnce.Do(func() { pl.runsFit = true }) // the shipped layout: the plugin runs the Fit
+	node := st.MakeNode().Name("n1").Capacity(units("3")).Obj()
+	nominated := runnerPod("r9").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Req(units("500m")).Obj()
+	pod := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("1")).Obj()
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, pod, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	// As the framework filters against nominated pods: the runner is on a
+	// copy of the node and of the state.
+	ni := nodeInfo(node, nominated)
+	state := cs.Clone()
+	if status := pl.AddPod(ctx, state, pod, podInfo(t, nominated), ni); !status.IsSuccess() {
+		t.Fatalf("AddPod: %v", status)
+	}
+	// 3 cpu, the runner's 500m and its workflow pod's 2: 500m left.
+	if status := pl.Filter(ctx, state, pod, ni); status.IsSuccess() {
+		t.Error("a 1-cpu pod passed Filter on the room of a nominated runner's workflow pod")
+	}
+}
+
+// Found in review: every profile of a scheduler shares one index of the
+// snapshot's nodes. With one per profile, each profile's PreFilter made the
+// store's entries anew and the other profile's index pointed at gone
+// entries, through the locked lookup by name, for as long as the node list
+// did not change.
+func TestProfilesShareTheNodeIndex(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory := NewFactory(nil)
+	var pls []*WorkflowReservation
+	for _, profile := range []string{"a", "b"} {
+		h := &fakeHandle{client: fake.NewClientset(), recorder: events.NewFakeRecorder(10), profile: profile}
+		p, err := factory(ctx, defaultArgs(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pls = append(pls, p.(*WorkflowReservation))
+	}
+	nodes := fourNodes()
+	pls[0].store.Take(oneUnitReservation("r1"))
+	for range 2 {
+		for _, pl := range pls {
+			heldOn(t, pl, nodes, 1)
+		}
+	}
+	for i, pl := range pls {
+		if n := pl.index.lookup(nodes[1]); n == nil || n.Gone() {
+			t.Errorf("profile %d: n1's entry %v, want a live one after both profiles' cycles", i, n)
+		}
 	}
 }

@@ -79,8 +79,9 @@ type WorkflowReservation struct {
 	pairPods bool
 	// jobs lists the Jobs that name a step pod's runner (hooks v0.7.0).
 	jobs batchlisters.JobLister
-	// index finds the store's entry of a node of the snapshot.
-	index nodeIndexRef
+	// index finds the store's entry of a node of the snapshot; one for
+	// every profile of the scheduler.
+	index *nodeIndexRef
 	// signed is what the last PreFilter found of its pod, for SignPod.
 	signed atomic.Pointer[signedPod]
 	// handoverState: with Pods, the in-tree Fit this plugin runs.
@@ -95,7 +96,7 @@ type WorkflowReservation struct {
 // with no other profile: a scheduler without leader election and with one
 // tandem profile. tandem-scheduler uses NewFactory.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	return newPlugin(ctx, obj, h, controllers.NewFeeder(nil))
+	return newPlugin(ctx, obj, h, controllers.NewFeeder(nil), &nodeIndexRef{})
 }
 
 // NewFactory returns the plugin factory of one scheduler: the instances it
@@ -103,15 +104,18 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 // metrics of held reservations) only while l leads; nil leads always.
 func NewFactory(l *leadership.Leadership) frameworkruntime.PluginFactory {
 	f := controllers.NewFeeder(l)
+	// One index of the scheduler's nodes for every profile: they share the
+	// snapshot and the store.
+	index := &nodeIndexRef{}
 	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return newPlugin(ctx, obj, h, f)
+		return newPlugin(ctx, obj, h, f, index)
 	}
 }
 
 // newPlugin initializes the plugin from its args and joins it to f; the
 // first instance of a scheduler starts f's informer handlers, which rebuild
 // the reservations recorded on runner pods, and its reconciler.
-func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *controllers.Feeder) (fwk.Plugin, error) {
+func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *controllers.Feeder, index *nodeIndexRef) (fwk.Plugin, error) {
 	args, ok := obj.(*config.WorkflowReservationArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type WorkflowReservationArgs, got %T", obj)
@@ -134,6 +138,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *control
 		handle:   h,
 		feeder:   f,
 		store:    f.Store(),
+		index:    index,
 		scoring:  *args.ScoringStrategy,
 		pairPods: args.PairPods,
 		lifetime: ctx,
@@ -213,8 +218,10 @@ type preFilterState struct {
 	pair reservations.Amount
 	// noneHeld: an ordinary pod or a runner, nothing held anywhere and no
 	// runner nominated when the cycle began: Filter and Score read no held
-	// room (for an ordinary pod Filter runs the Fit only; PreFilter skips
-	// it where the profile runs the stock Fit).
+	// room unless the framework added a nominated runner to this copy of
+	// the state (adjust; the informer may not show its nomination yet). For
+	// an ordinary pod Filter then runs the Fit only; PreFilter skips it
+	// where the profile runs the stock Fit.
 	noneHeld bool
 }
 
@@ -501,7 +508,7 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 			return status
 		}
 	}
-	if s.noneHeld && s.kind == kindOther {
+	if s.noneHeld && s.kind == kindOther && s.adjust.empty() {
 		return nil
 	}
 	status := pl.filter(s, nodeInfo)
@@ -513,7 +520,7 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 
 func (pl *WorkflowReservation) filter(s *preFilterState, nodeInfo fwk.NodeInfo) *fwk.Status {
 	var held reservations.Held
-	if !s.noneHeld {
+	if !s.noneHeld || !s.adjust.empty() {
 		held = pl.reservedOn(s, nodeInfo)
 	}
 	if len(held.Ports) > 0 && portConflict(s.hostPorts, nodeInfo, held.Ports) && !portConflict(s.hostPorts, nodeInfo, nil) {
@@ -626,7 +633,7 @@ func (pl *WorkflowReservation) Score(_ context.Context, cs fwk.CycleState, _ *v1
 		return fwk.MaxNodeScore, nil
 	}
 	used := s.need
-	if !s.noneHeld {
+	if !s.noneHeld || !s.adjust.empty() {
 		used = used.Add(pl.reservedOn(s.preFilterState, nodeInfo).Amount)
 	}
 	// NodeResourcesFit's accounting: cpu and memory with best-effort

@@ -16,7 +16,10 @@ import (
 // being scheduled: not its own runner's (a workflow or step pod may use
 // it), not those the cycle's dry run removed, plus the workflow room of
 // runners nominated to the node. It reads the store, not a per-cycle copy:
-// during a cycle only informer handlers change it, and they only free room.
+// during a cycle only informer handlers and the reconciler change it, and
+// they free room, but for a reservation rebuilt from a runner shown bound
+// with its record (another replica's binding, seen before this one's
+// store has it), which the next cycle counts.
 //
 // Filter and Score call it for every node of every cycle. What all of a
 // node's reservations hold against a pod without a reservation of its own

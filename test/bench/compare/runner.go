@@ -282,5 +282,8 @@ func ReadResults(out, runID string) ([]Result, string, string, error) {
 		}
 		results = append(results, res)
 	}
+	if len(results) == 0 {
+		return nil, "", "", fmt.Errorf("%s holds no runs of invocation %q", out, runID)
+	}
 	return results, runID, commit, nil
 }
