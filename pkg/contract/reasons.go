@@ -37,6 +37,13 @@ const (
 	ReasonPairPodCreated = "PairPodCreated"
 	// ReasonPairPodFailed: the pair pod could not be created.
 	ReasonPairPodFailed = "PairPodFailed"
+	// ReasonPairPodNameTaken: a pod tandem did not create has the pair
+	// pod's name; the pair pod was created under a generated name.
+	ReasonPairPodNameTaken = "PairPodNameTaken"
+	// ReasonPlaceholderNameTaken: a pod tandem did not create has the
+	// placeholder's name; the placeholder was created under a generated
+	// name (reservationMode: Pods).
+	ReasonPlaceholderNameTaken = "PlaceholderNameTaken"
 	// ReasonPlaceholderFailed: a bound runner's placeholder could not be
 	// created (reservationMode: Pods).
 	ReasonPlaceholderFailed = "PlaceholderFailed"

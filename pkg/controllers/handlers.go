@@ -30,7 +30,7 @@ const workflowPodIndex = "tandem.dev/runner-pod"
 func (f *Feeder) registerHandlers(logger klog.Logger) (func() bool, error) {
 	informers := f.cluster.SharedInformerFactory()
 	podInformer := informers.Core().V1().Pods().Informer()
-	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: f.indexWorkflowPod, PairPodIndex: IndexPairPod, PlaceholderIndex: IndexPlaceholder}); err != nil {
+	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: f.indexWorkflowPod, PairPodIndex: f.indexPairPod, PlaceholderIndex: f.indexPlaceholder}); err != nil {
 		return nil, fmt.Errorf("indexing workflow pods: %w", err)
 	}
 	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -48,6 +48,40 @@ func (f *Feeder) registerHandlers(logger klog.Logger) (func() bool, error) {
 		return nil, fmt.Errorf("registering node handler: %w", err)
 	}
 	return func() bool { return podReg.HasSynced() && nodeReg.HasSynced() }, nil
+}
+
+// mayBeOwn reports whether pod, labelled as one of tandem's pair pods or
+// placeholders, is in a namespace where tandem makes them: one where a
+// profile has runners (runnerNamespaces; every namespace where a profile
+// names none). A pod so labelled elsewhere is someone else's, whatever it
+// claims: tandem neither deletes it nor counts it (docs/security.md). In a
+// runner namespace the chart's admission policy lets only tandem create or
+// change pods with those labels.
+func (f *Feeder) mayBeOwn(pod *v1.Pod) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, p := range f.profiles {
+		if p.Namespaces.Len() == 0 || p.Namespaces.Has(pod.Namespace) {
+			return true
+		}
+	}
+	return false
+}
+
+// indexPairPod is IndexPairPod for the pods that may be tandem's.
+func (f *Feeder) indexPairPod(obj any) ([]string, error) {
+	if pod, ok := obj.(*v1.Pod); !ok || !contract.IsPairPod(pod) || !f.mayBeOwn(pod) {
+		return nil, nil
+	}
+	return IndexPairPod(obj)
+}
+
+// indexPlaceholder is IndexPlaceholder for the pods that may be tandem's.
+func (f *Feeder) indexPlaceholder(obj any) ([]string, error) {
+	if pod, ok := obj.(*v1.Pod); !ok || !contract.IsPlaceholder(pod) || !f.mayBeOwn(pod) {
+		return nil, nil
+	}
+	return IndexPlaceholder(obj)
 }
 
 func (f *Feeder) indexWorkflowPod(obj any) ([]string, error) {
@@ -122,7 +156,9 @@ func (f *Feeder) OnPod(logger klog.Logger, obj any) {
 		return
 	}
 	if contract.IsPlaceholder(pod) {
-		f.placeholders.Observed(pod)
+		if f.mayBeOwn(pod) {
+			f.placeholders.Observed(pod)
+		}
 		return
 	}
 	if runner, ok := f.RunnerOf(pod); ok {
@@ -130,7 +166,9 @@ func (f *Feeder) OnPod(logger klog.Logger, obj any) {
 		f.checkPlaceholder(runner)
 	}
 	if pod.Spec.NodeName == "" {
-		f.pairPods.Observed(pod)
+		if f.mayBeOwn(pod) {
+			f.pairPods.Observed(pod)
+		}
 		if f.firstProfile().IsRunner(pod) {
 			f.setNominated(pod.UID, pod.Status.NominatedNodeName != "")
 		}
@@ -262,7 +300,9 @@ func (f *Feeder) onPodGone(logger klog.Logger, pod *v1.Pod, finished bool) {
 	f.waiting.Remove(pod.UID)
 	f.forget(pod.UID)
 	if contract.IsPlaceholder(pod) {
-		f.placeholders.Gone(pod)
+		if f.mayBeOwn(pod) {
+			f.placeholders.Gone(pod)
+		}
 		return
 	}
 	if f.isRunner(pod) {

@@ -53,18 +53,20 @@ type PairPods struct {
 	mu sync.Mutex
 	// want holds the pair pod each waiting runner asked for, by runner UID.
 	want map[types.UID]*v1.Pod
-	// failed holds the runners told once that their pair pod cannot be
-	// created (every retry would say it again).
-	failed map[types.UID]bool
+	// warned holds, by runner UID and reason, the runners told once that
+	// their pair pod cannot be created or its name is taken (every retry
+	// would say it again).
+	warned map[warnKey]bool
 }
 
-func (p *PairPods) firstFailure(uid types.UID) bool {
+func (p *PairPods) firstWarning(uid types.UID, reason string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.failed[uid] {
+	k := warnKey{uid, reason}
+	if p.warned[k] {
 		return false
 	}
-	p.failed[uid] = true
+	p.warned[k] = true
 	return true
 }
 
@@ -75,7 +77,7 @@ func NewPairPods(client clientset.Interface, pods corelisters.PodLister, indexer
 		client: client, pods: pods, indexer: indexer, recorder: recorder,
 		leaderQueue: newLeaderQueue("tandem-pair-pods", "pair pod", leader),
 		want:        map[types.UID]*v1.Pod{},
-		failed:      map[types.UID]bool{},
+		warned:      map[warnKey]bool{},
 	}
 }
 
@@ -150,7 +152,8 @@ func (p *PairPods) sync(ctx context.Context, key RunnerKey) error {
 	want := p.want[key.UID]
 	if !waiting {
 		delete(p.want, key.UID)
-		delete(p.failed, key.UID)
+		delete(p.warned, warnKey{key.UID, contract.ReasonPairPodFailed})
+		delete(p.warned, warnKey{key.UID, contract.ReasonPairPodNameTaken})
 		want = nil
 	}
 	p.mu.Unlock()
@@ -161,10 +164,17 @@ func (p *PairPods) sync(ctx context.Context, key RunnerKey) error {
 	}
 	have := false
 	for _, pod := range pods {
+		if pod.DeletionTimestamp != nil {
+			// Being deleted: by this worker, or held by someone's finalizer,
+			// for which a delete again and again would only spend the
+			// budget.
+			continue
+		}
 		owner := metav1.GetControllerOf(pod).UID
-		if owner == key.UID && waiting && pod.DeletionTimestamp == nil {
+		if owner == key.UID && waiting && !have {
 			if want == nil || pod.Annotations[contract.PairSizeAnnotation] == want.Annotations[contract.PairSizeAnnotation] {
 				// Wanted, or still waiting with no word yet (a new leader).
+				// One: a second (created under another name) goes.
 				have = true
 				continue
 			}
@@ -177,24 +187,49 @@ func (p *PairPods) sync(ctx context.Context, key RunnerKey) error {
 	if want == nil || have {
 		return nil
 	}
-	if _, err := p.client.CoreV1().Pods(key.Namespace).Create(ctx, want, metav1.CreateOptions{}); err != nil {
+	created, err := p.client.CoreV1().Pods(key.Namespace).Create(ctx, want, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = p.createRenamed(ctx, key, runner, want, err)
+	}
+	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			// A pair pod of an earlier size, or of an earlier runner of this
-			// name, that the informer has not shown yet: look again.
+			// This runner's pair pod, which the informer has not shown
+			// yet: look again.
 			return err
 		}
 		metrics.PairPods.WithLabelValues(metrics.PairPodFailed).Inc()
-		if p.firstFailure(key.UID) {
+		if p.firstWarning(key.UID, contract.ReasonPairPodFailed) {
 			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPairPodFailed, Truncate(fmt.Sprintf("Cannot create pending pod %s for cluster autoscalers: %v", want.Name, err)))
 		}
 		return err
 	}
 	metrics.PairPods.WithLabelValues(metrics.PairPodCreated).Inc()
-	logger.V(2).Info("Created pair pod for cluster autoscalers", "pod", klog.KRef(key.Namespace, want.Name), "runner", klog.KObj(runner), "requests", want.Spec.Containers[0].Resources.Requests)
+	logger.V(2).Info("Created pair pod for cluster autoscalers", "pod", klog.KObj(created), "runner", klog.KObj(runner), "requests", want.Spec.Containers[0].Resources.Requests)
 	p.recorder(runner, v1.EventTypeNormal, contract.ReasonPairPodCreated, Truncate(fmt.Sprintf(
 		"Created pending pod %s requesting %s for cluster autoscalers: no node has room for the runner and its workflow pod together",
-		want.Name, reservations.AmountFromList(want.Spec.Containers[0].Resources.Requests))))
+		created.Name, reservations.AmountFromList(want.Spec.Containers[0].Resources.Requests))))
 	return nil
+}
+
+// createRenamed creates want under a generated name when its own name is
+// taken (exists, the create's error) by anything but the runner's own pair
+// pod: a pod that is not a pair pod (someone took the name first: the
+// runner is told once) or one that is going. The runner's own, which the
+// informer does not show yet, returns exists.
+func (p *PairPods) createRenamed(ctx context.Context, key RunnerKey, runner, want *v1.Pod, exists error) (*v1.Pod, error) {
+	old, taken := whoHasName(ctx, p.client, want, contract.IsPairPod, key.UID)
+	if taken == nameOwn {
+		return nil, exists
+	}
+	if taken == nameSquatted {
+		metrics.PairPods.WithLabelValues(metrics.PairPodNameTaken).Inc()
+		klog.FromContext(ctx).Info("A pod that is not tandem's has the pair pod's name; creating it under another", "pod", klog.KObj(old), "runner", klog.KObj(runner))
+		if p.firstWarning(key.UID, contract.ReasonPairPodNameTaken) {
+			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPairPodNameTaken, Truncate(fmt.Sprintf(
+				"Pod %s, which tandem did not create, has the name of this runner's pair pod; the pair pod gets a generated name", old.Name)))
+		}
+	}
+	return p.client.CoreV1().Pods(key.Namespace).Create(ctx, withGeneratedName(want), metav1.CreateOptions{})
 }
 
 func (p *PairPods) delete(ctx context.Context, pod *v1.Pod) error {

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -210,6 +211,16 @@ func (p *Placeholders) Gone(pod *v1.Pod) {
 // Of returns the placeholder of the runner incarnation the informer shows,
 // if any.
 func (p *Placeholders) Of(runner types.NamespacedName, uid types.UID) *v1.Pod {
+	if all := p.allOf(runner, uid); len(all) > 0 {
+		return all[0]
+	}
+	return nil
+}
+
+// allOf returns the placeholders of the runner incarnation the informer
+// shows: one, unless the worker made a second under another name while the
+// first was not shown yet.
+func (p *Placeholders) allOf(runner types.NamespacedName, uid types.UID) []*v1.Pod {
 	if p == nil {
 		return nil
 	}
@@ -217,12 +228,13 @@ func (p *Placeholders) Of(runner types.NamespacedName, uid types.UID) *v1.Pod {
 	if err != nil {
 		return nil
 	}
+	var out []*v1.Pod
 	for _, o := range objs {
 		if pod, ok := o.(*v1.Pod); ok && contract.IsPlaceholder(pod) && metav1.GetControllerOf(pod).UID == uid {
-			return pod
+			out = append(out, pod)
 		}
 	}
-	return nil
+	return out
 }
 
 // StartYield stops creates for the runner incarnation: its workflow pod is
@@ -249,27 +261,45 @@ func (p *Placeholders) Yield(ctx context.Context, runner types.NamespacedName, u
 			return nil, ctx.Err()
 		}
 	}
-	hold := p.Of(runner, uid)
+	holds := p.allOf(runner, uid)
 	p.mu.Lock()
-	if c := p.created[uid]; hold == nil && c.pod != nil {
-		hold = c.pod
+	if c := p.created[uid]; c.pod != nil && !slices.ContainsFunc(holds, func(h *v1.Pod) bool { return h.UID == c.pod.UID }) {
+		holds = append(holds, c.pod)
 	}
 	p.mu.Unlock()
-	if hold == nil {
+	if len(holds) == 0 {
 		// One the informer does not show and this replica did not create
 		// (the previous leader's, just before it went): ask the apiserver.
-		live, err := p.HandOver.CoreV1().Pods(runner.Namespace).Get(ctx, contract.PlaceholderName(runner.Name), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, nil
-		case err != nil:
+		live, err := PlaceholdersOf(ctx, p.HandOver, runner, uid)
+		if err != nil || len(live) == 0 {
 			return nil, err
-		case !contract.IsPlaceholder(live) || metav1.GetControllerOf(live).UID != uid:
-			return nil, nil
 		}
-		hold = live
+		holds = live
 	}
-	return hold, p.delete(ctx, p.HandOver, hold)
+	for _, hold := range holds {
+		if err := p.delete(ctx, p.HandOver, hold); err != nil {
+			return nil, err
+		}
+	}
+	return holds[0], nil
+}
+
+// PlaceholdersOf asks the apiserver for the placeholders of the runner
+// incarnation uid: its pods labelled as placeholders that name runner and
+// are controlled by it, whatever their names.
+func PlaceholdersOf(ctx context.Context, client clientset.Interface, runner types.NamespacedName, uid types.UID) ([]*v1.Pod, error) {
+	list, err := client.CoreV1().Pods(runner.Namespace).List(ctx, metav1.ListOptions{LabelSelector: contract.PlaceholderLabel + "=true"})
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1.Pod
+	for i := range list.Items {
+		pod := &list.Items[i]
+		if contract.IsPlaceholder(pod) && pod.Annotations[contract.PlaceholderOfAnnotation] == runner.Name && metav1.GetControllerOf(pod).UID == uid {
+			out = append(out, pod)
+		}
+	}
+	return out, nil
 }
 
 // Unyield lets the runner have a placeholder again: its workflow pod's
@@ -381,19 +411,22 @@ func (p *Placeholders) prune(ctx context.Context, key RunnerKey, runner, want *v
 	}
 	for _, pod := range pods {
 		owner := metav1.GetControllerOf(pod).UID
-		if pod.DeletionTimestamp != nil && owner == key.UID {
+		if pod.DeletionTimestamp != nil {
 			// Being deleted (a delete with grace 0 is an update setting
 			// deletionTimestamp, then the delete): by this worker, or by
 			// someone else, e.g. tandem-webhook for a pinned workflow pod
 			// that the informer does not show yet. Its delete event says
-			// which; until then, no second one.
-			going = true
-			p.noteGoing(pod)
+			// which; until then, no second one (one a finalizer holds
+			// would be deleted again and again).
+			if owner == key.UID {
+				going = true
+				p.noteGoing(pod)
+			}
 			continue
 		}
-		if want != nil && owner == key.UID &&
+		if want != nil && owner == key.UID && !have &&
 			pod.Spec.NodeName == want.Spec.NodeName && pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation] {
-			have = true
+			have = true // one: a second (created under another name) goes
 			continue
 		}
 		if err := p.delete(ctx, p.client, pod); err != nil {
@@ -482,27 +515,12 @@ func (p *Placeholders) create(ctx context.Context, key RunnerKey, runner, want *
 	if created == nil && err == nil {
 		return nil
 	}
+	if apierrors.IsAlreadyExists(err) {
+		created, err = p.createRenamed(ctx, key, runner, want, err)
+	}
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			// One the informer has not shown yet (look again), or one it
-			// cannot show: the scheduler's informer drops terminal pods, so
-			// a placeholder the kubelet rejected or evicted still has the
-			// name. That one goes, and the retry creates anew.
-			if old, gerr := p.client.CoreV1().Pods(key.Namespace).Get(ctx, want.Name, metav1.GetOptions{}); gerr == nil && contract.IsPlaceholder(old) &&
-				(IsTerminal(old) || metav1.GetControllerOf(old).UID != key.UID) {
-				if derr := p.delete(ctx, p.client, old); derr != nil {
-					return derr
-				}
-				if IsTerminal(old) {
-					// The informer dropped it when it ended: no delete
-					// event comes to clear the mark.
-					p.mu.Lock()
-					delete(p.deleting, old.UID)
-					p.mu.Unlock()
-				}
-				logger.V(2).Info("Deleted a placeholder the informer does not show", "pod", klog.KObj(old), "phase", old.Status.Phase, "runner", klog.KRef(key.Namespace, key.Name))
-			}
-			return err
+			return err // the runner's own, not shown yet: look again
 		}
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderFailed).Inc()
 		if p.firstWarning(key.UID, contract.ReasonPlaceholderFailed) {
@@ -512,8 +530,49 @@ func (p *Placeholders) create(ctx context.Context, key RunnerKey, runner, want *
 		return err
 	}
 	metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderCreated).Inc()
-	logger.V(2).Info("Created placeholder", "pod", klog.KRef(want.Namespace, want.Name), "runner", klog.KObj(runner), "node", want.Spec.NodeName, "requests", want.Annotations[contract.PlaceholderSizeAnnotation])
+	logger.V(2).Info("Created placeholder", "pod", klog.KObj(created), "runner", klog.KObj(runner), "node", want.Spec.NodeName, "requests", want.Annotations[contract.PlaceholderSizeAnnotation])
 	return nil
+}
+
+// createRenamed creates want under a generated name when its own name is
+// taken (exists, the create's error) by anything but the runner's own
+// placeholder: a pod that is not a placeholder (someone took the name
+// first: the runner is told once), or one that is being deleted or another
+// runner incarnation's. A placeholder that ended is deleted instead, and
+// the create retried under its name: the informer of the scheduler drops
+// terminal pods, so a placeholder the kubelet rejected or evicted still has
+// the name and nothing else deletes it. The runner's own, which the
+// informer does not show yet, returns exists.
+func (p *Placeholders) createRenamed(ctx context.Context, key RunnerKey, runner, want *v1.Pod, exists error) (*v1.Pod, error) {
+	logger := klog.FromContext(ctx)
+	old, taken := whoHasName(ctx, p.client, want, contract.IsPlaceholder, key.UID)
+	switch {
+	case taken == nameOwn:
+		return nil, exists
+	case taken == nameSquatted:
+		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderNameTaken).Inc()
+		logger.Info("A pod that is not tandem's has the placeholder's name; creating it under another", "pod", klog.KObj(old), "runner", klog.KObj(runner))
+		if p.firstWarning(key.UID, contract.ReasonPlaceholderNameTaken) {
+			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderNameTaken, Truncate(fmt.Sprintf(
+				"Pod %s, which tandem did not create, has the name of this runner's placeholder; the placeholder gets a generated name", old.Name)))
+		}
+	case IsTerminal(old) && old.DeletionTimestamp == nil:
+		if err := p.delete(ctx, p.client, old); err != nil {
+			return nil, err
+		}
+		// The informer dropped it when it ended: no delete event comes to
+		// clear the mark.
+		p.mu.Lock()
+		delete(p.deleting, old.UID)
+		p.mu.Unlock()
+		logger.V(2).Info("Deleted a placeholder the informer does not show", "pod", klog.KObj(old), "phase", old.Status.Phase, "runner", klog.KRef(key.Namespace, key.Name))
+		return nil, exists // the retry creates it anew under its name
+	}
+	created, err := p.createThrough(ctx, p.client, key.UID, withGeneratedName(want))
+	if created == nil && err == nil {
+		return nil, exists // its workflow pod came to Permit meanwhile
+	}
+	return created, err
 }
 
 // lostBackoff is the wait before a placeholder is recreated after losses

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -106,4 +107,47 @@ func deleteNow(ctx context.Context, client clientset.Interface, pod *v1.Pod) (de
 	default:
 		return false, err
 	}
+}
+
+// takenName is what a create that failed AlreadyExists found under its
+// name.
+type takenName int
+
+const (
+	// nameOwn: the runner incarnation's own live pod of that kind, which
+	// the informer does not show yet: the create is retried.
+	nameOwn takenName = iota
+	// nameGoing: one of tandem's pods of that kind that is being deleted,
+	// ended, or another runner incarnation's: the name frees itself, but the
+	// runner need not wait for it.
+	nameGoing
+	// nameSquatted: a pod that is not tandem's pod of that kind: anyone
+	// who may create pods in the namespace can take a name first.
+	nameSquatted
+)
+
+// whoHasName looks up the pod named like want, whose create failed
+// AlreadyExists, and says what it is for the runner incarnation uid (is
+// tells tandem's pods of want's kind). A lookup that fails is nameOwn: the
+// create is retried.
+func whoHasName(ctx context.Context, client clientset.Interface, want *v1.Pod, is func(*v1.Pod) bool, uid types.UID) (*v1.Pod, takenName) {
+	old, err := client.CoreV1().Pods(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return nil, nameOwn
+	case !is(old):
+		return old, nameSquatted
+	case old.DeletionTimestamp != nil || IsTerminal(old) || metav1.GetControllerOf(old).UID != uid:
+		// Another incarnation's goes with its own key's sync.
+		return old, nameGoing
+	}
+	return old, nameOwn
+}
+
+// withGeneratedName is want named by the apiserver: its name, a dash and
+// five random characters (the base cut to 58 characters).
+func withGeneratedName(want *v1.Pod) *v1.Pod {
+	pod := want.DeepCopy()
+	pod.GenerateName, pod.Name = want.Name+"-", ""
+	return pod
 }

@@ -41,9 +41,10 @@ const PlaceholderLost = "lost"
 
 // Placeholder pod actions shared with pair pods.
 const (
-	PlaceholderCreated = PairPodCreated
-	PlaceholderDeleted = PairPodDeleted
-	PlaceholderFailed  = PairPodFailed
+	PlaceholderCreated   = PairPodCreated
+	PlaceholderDeleted   = PairPodDeleted
+	PlaceholderFailed    = PairPodFailed
+	PlaceholderNameTaken = PairPodNameTaken
 )
 
 // Pair pod actions.
@@ -51,6 +52,9 @@ const (
 	PairPodCreated = "created"
 	PairPodDeleted = "deleted"
 	PairPodFailed  = "failed"
+	// PairPodNameTaken: a pod tandem did not create had the name, and the
+	// pod was created under a generated one.
+	PairPodNameTaken = "name_taken"
 )
 
 var (

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -190,52 +191,69 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	logger = klog.LoggerWithValues(logger, "pod", klog.KObj(&pod), "runner", klog.KRef(pod.Namespace, runnerName))
 	pods := h.client.CoreV1().Pods(pod.Namespace)
 
-	// The placeholder first: without one (no reservation held, or Memory
-	// mode) a review costs one GET.
-	name := contract.PlaceholderName(runnerName)
-	placeholder, err := pods.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		logger.V(4).Info("No placeholder to release")
-		return resp, outcomeNone
-	}
+	// The placeholders first: without one (no reservation held, or Memory
+	// mode) a review costs one list, served from the apiserver's cache.
+	// Found by label and annotation, not by name: a placeholder whose name
+	// someone took first has a generated one.
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: contract.PlaceholderLabel + "=true"})
 	if err != nil {
-		return h.failed(logger, resp, stepGetPlaceholder, err, "cannot read the placeholder "+name)
+		return h.failed(logger, resp, stepGetPlaceholder, err, "cannot list the placeholders of runner "+runnerName)
 	}
-	if placeholder.Spec.NodeName != pod.Spec.NodeName {
-		logger.V(2).Info("Placeholder is on another node; left alone", "placeholder", klog.KObj(placeholder), "placeholderNode", placeholder.Spec.NodeName, "node", pod.Spec.NodeName)
+	var holds []*v1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if contract.IsPlaceholder(p) && p.Annotations[contract.PlaceholderOfAnnotation] == runnerName {
+			if p.Spec.NodeName != pod.Spec.NodeName {
+				logger.V(2).Info("Placeholder is on another node; left alone", "placeholder", klog.KObj(p), "placeholderNode", p.Spec.NodeName, "node", pod.Spec.NodeName)
+				continue
+			}
+			holds = append(holds, p)
+		}
+	}
+	if len(holds) == 0 {
+		logger.V(4).Info("No placeholder to release")
 		return resp, outcomeNone
 	}
 	runner, err := pods.Get(ctx, runnerName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		// Its placeholder goes with it (garbage collection).
-		logger.V(2).Info("Runner pod not found; placeholder left to garbage collection", "placeholder", klog.KObj(placeholder))
+		logger.V(2).Info("Runner pod not found; placeholder left to garbage collection", "placeholder", klog.KObj(holds[0]))
 		return resp, outcomeNone
 	}
 	if err != nil {
 		return h.failed(logger, resp, stepGetRunner, err, "cannot read the runner pod "+runnerName)
 	}
-	if !contract.IsPlaceholderOf(placeholder, runner) {
-		// Another incarnation's placeholder, or a pod of that name that
-		// is not a placeholder: not ours to delete.
-		logger.V(2).Info("Pod is not the placeholder of this runner incarnation; left alone", "placeholder", klog.KObj(placeholder), "runnerUID", runner.UID)
+	var deleted []string
+	for _, hold := range holds {
+		if !contract.IsPlaceholderOf(hold, runner) {
+			// Another incarnation's placeholder: not ours to delete.
+			logger.V(2).Info("Pod is not the placeholder of this runner incarnation; left alone", "placeholder", klog.KObj(hold), "runnerUID", runner.UID)
+			continue
+		}
+		// Every one of them: more than one holds the runner's room twice
+		// (one the worker made under another name when the first's was
+		// taken, or one that is not tandem's and claims to be).
+		err = pods.Delete(ctx, hold.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: ptr.To[int64](0),
+			Preconditions:      &metav1.Preconditions{UID: &hold.UID},
+		})
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// Gone already (tandem's fallback, garbage collection), or
+			// replaced by another pod of that name since the list.
+			logger.V(2).Info("Placeholder already gone", "placeholder", klog.KObj(hold), "err", err)
+			continue
+		case err != nil:
+			return h.failed(logger, resp, stepDelete, err, "cannot delete the placeholder "+hold.Name)
+		}
+		placeholdersDeleted.Inc()
+		logger.V(2).Info("Released the runner's placeholder for its pinned pod", "placeholder", klog.KObj(hold), "node", pod.Spec.NodeName)
+		deleted = append(deleted, hold.Namespace+"/"+hold.Name)
+	}
+	if len(deleted) == 0 {
 		return resp, outcomeNone
 	}
-	err = pods.Delete(ctx, placeholder.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: ptr.To[int64](0),
-		Preconditions:      &metav1.Preconditions{UID: &placeholder.UID},
-	})
-	switch {
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		// Gone already (tandem's fallback, garbage collection), or
-		// replaced by another pod of that name since the GET.
-		logger.V(2).Info("Placeholder already gone", "placeholder", klog.KObj(placeholder), "err", err)
-		return resp, outcomeNone
-	case err != nil:
-		return h.failed(logger, resp, stepDelete, err, "cannot delete the placeholder "+name)
-	}
-	placeholdersDeleted.Inc()
-	logger.V(2).Info("Released the runner's placeholder for its pinned pod", "placeholder", klog.KObj(placeholder), "node", pod.Spec.NodeName)
-	resp.AuditAnnotations = map[string]string{"placeholder-deleted": placeholder.Namespace + "/" + placeholder.Name}
+	resp.AuditAnnotations = map[string]string{"placeholder-deleted": strings.Join(deleted, ",")}
 	return resp, outcomeDeleted
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -47,6 +48,15 @@ func placeholderOf(uid types.UID, node string) *v1.Pod {
 	return pod
 }
 
+// renamed is pod with another name and, unless empty, UID.
+func renamed(pod *v1.Pod, name string, uid types.UID) *v1.Pod {
+	pod.Name = name
+	if uid != "" {
+		pod.UID = uid
+	}
+	return pod
+}
+
 // workflowPod is the workflow pod of hooks v0.7.0, pinned with nodeName.
 func workflowPod() *v1.Pod {
 	return st.MakePod().Namespace(testNS).Name(runner+"-workflow").Node(node).Label(DefaultRunnerPodLabel, runner).Obj()
@@ -80,8 +90,8 @@ func TestReview(t *testing.T) {
 		// reactors fail verb on pods with the error.
 		fail        map[string]error
 		wantOutcome string
-		// wantDeleted: the placeholder must be gone, else it must stay.
-		wantDeleted bool
+		// wantDeleted are the pods that must be gone; the others stay.
+		wantDeleted []string
 		wantWarning bool
 		// wantCalls are the API calls made, "verb name".
 		wantCalls []string
@@ -90,38 +100,52 @@ func TestReview(t *testing.T) {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
 			pod:         workflowPod(),
 			wantOutcome: outcomeDeleted,
-			wantDeleted: true,
-			wantCalls:   []string{"get " + runner + "-hold", "get " + runner, "delete " + runner + "-hold"},
+			wantDeleted: []string{runner + "-hold"},
+			wantCalls:   []string{"list pods", "get " + runner, "delete " + runner + "-hold"},
 		},
 		"placeholder of an older runner incarnation is left alone": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf("runner-1", node)},
 			pod:         workflowPod(),
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"get " + runner + "-hold", "get " + runner},
+			wantCalls:   []string{"list pods", "get " + runner},
 		},
 		"a pod named like the placeholder that is not one is left alone": {
 			objects:     []runtime.Object{runnerPod(), notPlaceholder},
 			pod:         workflowPod(),
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"get " + runner + "-hold", "get " + runner},
+			wantCalls:   []string{"list pods"},
+		},
+		"a placeholder under a generated name (its name was taken) is released": {
+			objects:     []runtime.Object{runnerPod(), notPlaceholder, renamed(placeholderOf(runnerID, node), runner+"-hold-x7k2q", "")},
+			pod:         workflowPod(),
+			wantOutcome: outcomeDeleted,
+			wantDeleted: []string{runner + "-hold-x7k2q"},
+			wantCalls:   []string{"list pods", "get " + runner, "delete " + runner + "-hold-x7k2q"},
+		},
+		"every placeholder of the incarnation on the node is released": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node), renamed(placeholderOf(runnerID, node), "forged", "forged-uid")},
+			pod:         workflowPod(),
+			wantOutcome: outcomeDeleted,
+			wantDeleted: []string{"forged", runner + "-hold"},
+			wantCalls:   []string{"list pods", "get " + runner, "delete forged", "delete " + runner + "-hold"},
 		},
 		"placeholder on another node is left alone": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, "n2")},
 			pod:         workflowPod(),
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"get " + runner + "-hold"},
+			wantCalls:   []string{"list pods"},
 		},
 		"no placeholder: one GET": {
 			objects:     []runtime.Object{runnerPod()},
 			pod:         workflowPod(),
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"get " + runner + "-hold"},
+			wantCalls:   []string{"list pods"},
 		},
 		"runner gone: garbage collection's job": {
 			objects:     []runtime.Object{placeholderOf(runnerID, node)},
 			pod:         workflowPod(),
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"get " + runner + "-hold", "get " + runner},
+			wantCalls:   []string{"list pods", "get " + runner},
 		},
 		"pod without the label is not looked at": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
@@ -159,14 +183,14 @@ func TestReview(t *testing.T) {
 			pod:         workflowPod(),
 			fail:        map[string]error{"delete": apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, runner+"-hold")},
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"get " + runner + "-hold", "get " + runner, "delete " + runner + "-hold"},
+			wantCalls:   []string{"list pods", "get " + runner, "delete " + runner + "-hold"},
 		},
 		"placeholder replaced meanwhile (UID precondition conflict)": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
 			pod:         workflowPod(),
 			fail:        map[string]error{"delete": apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, runner+"-hold", errBoom)},
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"get " + runner + "-hold", "get " + runner, "delete " + runner + "-hold"},
+			wantCalls:   []string{"list pods", "get " + runner, "delete " + runner + "-hold"},
 		},
 		"delete fails: allowed with a warning": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
@@ -174,15 +198,15 @@ func TestReview(t *testing.T) {
 			fail:        map[string]error{"delete": apierrors.NewInternalError(errBoom)},
 			wantOutcome: outcomeError,
 			wantWarning: true,
-			wantCalls:   []string{"get " + runner + "-hold", "get " + runner, "delete " + runner + "-hold"},
+			wantCalls:   []string{"list pods", "get " + runner, "delete " + runner + "-hold"},
 		},
-		"get fails: allowed with a warning": {
+		"list fails: allowed with a warning": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
 			pod:         workflowPod(),
-			fail:        map[string]error{"get": apierrors.NewTimeoutError("slow", 1)},
+			fail:        map[string]error{"list": apierrors.NewTimeoutError("slow", 1)},
 			wantOutcome: outcomeError,
 			wantWarning: true,
-			wantCalls:   []string{"get " + runner + "-hold"},
+			wantCalls:   []string{"list pods"},
 		},
 	}
 	for name, tc := range cases {
@@ -199,10 +223,7 @@ func TestReview(t *testing.T) {
 			deletedBefore := counter(t, placeholdersDeleted)
 			outcomeBefore := counter(t, reviews.WithLabelValues(tc.wantOutcome))
 			resp, outcome := h.Review(t.Context(), req)
-			wantCount := 0.0
-			if tc.wantDeleted {
-				wantCount = 1
-			}
+			wantCount := float64(len(tc.wantDeleted))
 			if got := counter(t, placeholdersDeleted) - deletedBefore; got != wantCount {
 				t.Errorf("tandem_webhook_placeholders_deleted_total grew by %v, want %v", got, wantCount)
 			}
@@ -219,6 +240,10 @@ func TestReview(t *testing.T) {
 			if got := len(resp.Warnings) > 0; got != tc.wantWarning {
 				t.Errorf("warnings = %q, want some: %v", resp.Warnings, tc.wantWarning)
 			}
+			uids := map[string]types.UID{}
+			for _, o := range tc.objects {
+				uids[o.(*v1.Pod).Name] = o.(*v1.Pod).UID
+			}
 			var calls []string
 			for _, a := range client.Actions() {
 				switch a := a.(type) {
@@ -228,7 +253,7 @@ func TestReview(t *testing.T) {
 					if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 {
 						t.Errorf("delete grace period = %v, want 0", opts.GracePeriodSeconds)
 					}
-					if opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID != "hold-of-"+runnerID {
+					if opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID != uids[a.GetName()] {
 						t.Errorf("delete preconditions = %+v, want the placeholder's UID", opts.Preconditions)
 					}
 				case clienttesting.GetAction:
@@ -240,13 +265,12 @@ func TestReview(t *testing.T) {
 			if diff := cmp.Diff(tc.wantCalls, calls); diff != "" {
 				t.Errorf("API calls (-want,+got):\n%s", diff)
 			}
-			hadPlaceholder := false
 			for _, o := range tc.objects {
-				hadPlaceholder = hadPlaceholder || o.(*v1.Pod).Name == contract.PlaceholderName(runner)
-			}
-			_, err := client.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), testNS, contract.PlaceholderName(runner))
-			if gone := apierrors.IsNotFound(err); hadPlaceholder && gone != tc.wantDeleted {
-				t.Errorf("placeholder deleted = %v, want %v", gone, tc.wantDeleted)
+				name := o.(*v1.Pod).Name
+				_, err := client.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), testNS, name)
+				if gone, want := apierrors.IsNotFound(err), slices.Contains(tc.wantDeleted, name); gone != want {
+					t.Errorf("pod %s deleted = %v, want %v", name, gone, want)
+				}
 			}
 		})
 	}

@@ -163,16 +163,21 @@ type handoverState struct {
 // placeholder for a workflow pod (reservationMode Pods).
 func (pl *WorkflowReservation) fitFilter(ctx context.Context, cs fwk.CycleState, s *preFilterState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	if s.kind == kindWorkflow {
+		// Every one of them: Permit's hand-over deletes them all.
+		var without fwk.NodeInfo
 		for _, pi := range nodeInfo.GetPods() {
 			if p := pi.GetPod(); contract.IsPlaceholder(p) && p.Namespace == pod.Namespace && p.Annotations[contract.PlaceholderOfAnnotation] == s.runner.Name &&
 				metav1.GetControllerOf(p).UID == s.own.RunnerUID {
-				without := nodeInfo.Snapshot()
+				if without == nil {
+					without = nodeInfo.Snapshot()
+				}
 				if err := without.RemovePod(klog.FromContext(ctx), p); err != nil {
 					return fwk.AsStatus(err)
 				}
-				nodeInfo = without
-				break
 			}
+		}
+		if without != nil {
+			nodeInfo = without
 		}
 	}
 	return pl.fit.Filter(ctx, cs, pod, nodeInfo)
