@@ -20,6 +20,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
+	"github.com/tandem-scheduler/tandem/pkg/inprocess"
 )
 
 // arcController is the user name ARC's controller acts as in the chart's
@@ -38,33 +39,12 @@ func TestRunnerAdmissionPolicy(t *testing.T) {
 	if err := os.WriteFile(values, []byte("runnerNamespaces: ["+e.ns+"]\nrunnerAdmissionPolicy:\n  enabled: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var policy []*unstructured.Unstructured
-	for _, o := range renderChart(t, "--values", values) {
-		if k := o.GetKind(); k == "ValidatingAdmissionPolicy" || k == "ValidatingAdmissionPolicyBinding" {
-			policy = append(policy, o)
-		}
-	}
-	if len(policy) != 2 {
-		t.Fatalf("the chart rendered %d admission policy objects, want the policy and its binding", len(policy))
-	}
-	applyServerSide(t, e.ctx, policy, "tandem-test")
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		dyn := dynamic.NewForConfigOrDie(restConfig)
-		for _, o := range policy {
-			resource := map[string]string{
-				"ValidatingAdmissionPolicy":        "validatingadmissionpolicies",
-				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
-			}[o.GetKind()]
-			gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resource}
-			if err := dyn.Resource(gvr).Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil {
-				t.Errorf("deleting %s %s: %v", o.GetKind(), o.GetName(), err)
-			}
-		}
-	})
+	// Both policies: this one and podsAdmissionPolicy (on by default),
+	// which guards the record.
+	applyPolicies(t, e, renderChart(t, "--values", values), 4)
 
 	mallory := impersonate(t, "mallory")
+	tandemSA := impersonate(t, tandemServiceAccount)
 	arc := impersonate(t, arcController)
 	runnerPod := func(name string, annotations map[string]string) *v1.Pod {
 		return &v1.Pod{
@@ -115,7 +95,7 @@ func TestRunnerAdmissionPolicy(t *testing.T) {
 	// Such a pod is admitted and scheduled as an ordinary pod, with no record.
 	own := runnerPod("own-label", map[string]string{contract.WorkflowRequestsAnnotation: "cpu=1"})
 	own.Labels[contract.PlaceholderLabel] = "true"
-	if _, err := mallory.CoreV1().Pods(e.ns).Create(e.ctx, own, metav1.CreateOptions{}); err != nil {
+	if _, err := tandemSA.CoreV1().Pods(e.ns).Create(e.ctx, own, metav1.CreateOptions{}); err != nil {
 		t.Errorf("a pod with tandem's placeholder label was denied: %v", err)
 	} else {
 		e.bound("own-label")
@@ -177,6 +157,141 @@ func TestRunnerAdmissionPolicy(t *testing.T) {
 		t.Errorf("mallory turned an ordinary pod into a runner by a label")
 	} else {
 		wantContains(t, "the denial of a relabelled pod", err.Error(), "mallory may not")
+	}
+}
+
+// tandemServiceAccount is the user name tandem-scheduler acts as, as
+// renderChart installs it.
+const tandemServiceAccount = "system:serviceaccount:" + releaseNamespace + ":" + releaseName
+
+// applyPolicies applies the rendered chart's admission policies and their
+// bindings (want objects of those kinds), deleted at the end of the test.
+func applyPolicies(t *testing.T, e *env, rendered []*unstructured.Unstructured, want int) {
+	t.Helper()
+	var policy []*unstructured.Unstructured
+	for _, o := range rendered {
+		if k := o.GetKind(); k == "ValidatingAdmissionPolicy" || k == "ValidatingAdmissionPolicyBinding" {
+			policy = append(policy, o)
+		}
+	}
+	if len(policy) != want {
+		t.Fatalf("the chart rendered %d admission policy objects, want %d", len(policy), want)
+	}
+	applyServerSide(t, e.ctx, policy, "tandem-test")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		dyn := dynamic.NewForConfigOrDie(restConfig)
+		for _, o := range policy {
+			resource := map[string]string{
+				"ValidatingAdmissionPolicy":        "validatingadmissionpolicies",
+				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+			}[o.GetKind()]
+			gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resource}
+			if err := dyn.Resource(gvr).Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil {
+				t.Errorf("deleting %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	})
+}
+
+// The chart's podsAdmissionPolicy (on by default), applied as rendered, on
+// the real apiserver, with tandem-scheduler acting as its service account:
+// in a runner namespace a job (any user but tandem's) cannot create or
+// change a pod marked as tandem's, nor drop a runner's controller
+// reference; tandem's own pair pod still goes through; elsewhere nothing is
+// checked.
+func TestPodsAdmissionPolicy(t *testing.T) {
+	e := newEnvWithoutScheduler(t, map[string]string{"pap-n1": "3"})
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("runnerNamespaces: ["+e.ns+"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applyPolicies(t, e, renderChart(t, "--values", values), 2)
+	asTandem := rest.CopyConfig(restConfig)
+	asTandem.Impersonate = rest.ImpersonationConfig{UserName: tandemServiceAccount, Groups: []string{"system:masters", "system:authenticated"}}
+	e.config = tandemConfig()
+	s, err := inprocess.Start(e.ctx, asTandem, e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sched = s
+
+	job := impersonate(t, "system:serviceaccount:"+e.ns+":default")
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	marked := func(name string, labels, annotations map[string]string) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: labels, Annotations: annotations},
+			Spec:       v1.PodSpec{SchedulerName: "nobody", Containers: []v1.Container{{Name: "main", Image: "image"}}},
+		}
+	}
+	var denied error
+	err = wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, denied = job.CoreV1().Pods(e.ns).Create(ctx, marked("forged", map[string]string{contract.PlaceholderLabel: "true"}, nil), dryRun)
+		return denied != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("a job may still create a placeholder: the policy never took effect")
+	}
+	wantContains(t, "the denial of a job's placeholder", denied.Error(), "only "+tandemServiceAccount+" may create or change", "system:serviceaccount:"+e.ns+":default may not")
+	for what, pod := range map[string]*v1.Pod{
+		"a pair pod":                          marked("forged-pair", map[string]string{contract.PairPodLabel: "false"}, nil),
+		"a pod naming a runner it holds for":  marked("forged-of", nil, map[string]string{contract.PlaceholderOfAnnotation: "r1"}),
+		"a pod naming a runner it stands for": marked("forged-pair-of", nil, map[string]string{contract.PairOfAnnotation: "r1"}),
+	} {
+		if _, err := job.CoreV1().Pods(e.ns).Create(e.ctx, pod, dryRun); err == nil {
+			t.Errorf("a job created %s", what)
+		}
+	}
+	patch := func(client kubernetes.Interface, name, body string, opts metav1.PatchOptions) error {
+		_, err := client.CoreV1().Pods(e.ns).Patch(e.ctx, name, types.MergePatchType, []byte(body), opts)
+		return err
+	}
+	plain, err := job.CoreV1().Pods(e.ns).Create(e.ctx, marked("plain", nil, nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a job's ordinary pod was denied: %v", err)
+	}
+	if err := patch(job, plain.Name, `{"metadata":{"labels":{"`+contract.PlaceholderLabel+`":"true"}}}`, metav1.PatchOptions{}); err == nil {
+		t.Error("a job made its pod a placeholder by a label")
+	}
+
+	// tandem's own: r2 waits for pair room, and its pair pod is created.
+	e.runner("r1", "1", "1")
+	e.bound("r1")
+	e.runner("r2", "1", "1")
+	pair := e.oneTandemPodOf(contract.PairPodLabel, contract.PairOfAnnotation, "r2").Name
+	if err := patch(job, pair, `{"metadata":{"labels":{"team":"a"}}}`, metav1.PatchOptions{}); err == nil {
+		t.Error("a job changed tandem's pair pod")
+	}
+
+	// A runner's owner references: the garbage collector's, no job's.
+	dropOwner := `{"metadata":{"ownerReferences":null}}`
+	if err := patch(job, "r1", dropOwner, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err == nil {
+		t.Error("a job dropped runner r1's controller reference")
+	} else {
+		wantContains(t, "the denial of a dropped owner", err.Error(), "owner references may not be changed")
+	}
+	gc := impersonate(t, "system:serviceaccount:kube-system:generic-garbage-collector")
+	if err := patch(gc, "r1", dropOwner, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("the garbage collector could not orphan runner r1: %v", err)
+	}
+	if err := patch(job, "r1", `{"metadata":{"annotations":{"`+contract.ReservationAnnotation+`":"{}"}}}`, metav1.PatchOptions{}); err == nil {
+		t.Error("a job changed runner r1's record")
+	}
+	if err := patch(job, "r1", `{"metadata":{"labels":{"team":"a"}}}`, metav1.PatchOptions{}); err != nil {
+		t.Errorf("a label change on a runner was denied: %v", err)
+	}
+
+	// Outside the runner namespaces the policy checks nothing (and tandem
+	// takes nothing there for its own: TestPodsLabelledAsTandemsElsewhereAreLeftAlone).
+	elsewhere := e.ns + "-other"
+	if err := controlplane.EnsureNamespace(e.ctx, e.client, elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	outside := marked("outside", map[string]string{contract.PlaceholderLabel: "true"}, nil)
+	outside.Namespace = elsewhere
+	if _, err := job.CoreV1().Pods(elsewhere).Create(e.ctx, outside, dryRun); err != nil {
+		t.Errorf("a placeholder-labelled pod outside the runner namespaces was denied: %v", err)
 	}
 }
 

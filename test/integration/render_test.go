@@ -52,6 +52,8 @@ func TestChartAndKustomizeRenderTheSameObjects(t *testing.T) {
 		"RoleBinding/tandem-system/tandem-scheduler-leader-election",
 		"Service/tandem-system/tandem-scheduler-metrics",
 		"ServiceAccount/tandem-system/tandem-scheduler",
+		"ValidatingAdmissionPolicy//tandem-scheduler-pods",
+		"ValidatingAdmissionPolicyBinding//tandem-scheduler-pods",
 	}
 	if diff := cmp.Diff(wantKeys, keys); diff != "" {
 		t.Errorf("rendered objects (-want,+got):\n%s", diff)

@@ -166,6 +166,18 @@ profile: its schedulerName is .schedulerName and its labels match .selector
 {{- printf "(has(%s.metadata.annotations) && %s in %s.metadata.annotations ? %s.metadata.annotations[%s] : \"\")" . $k . . $k -}}
 {{- end -}}
 
+{{/* CEL: whether the pod . (object or oldObject) is marked as one of tandem's pods: a pair pod or placeholder label, or the annotation naming its runner. */}}
+{{- define "tandem-scheduler.markedCEL" -}}
+{{- $l := printf "%s.metadata.labels" . -}}
+{{- $a := printf "%s.metadata.annotations" . -}}
+{{- printf "((has(%s) && (%s in %s || %s in %s)) || (has(%s) && (%s in %s || %s in %s)))" $l ("tandem.dev/placeholder" | toJson) $l ("tandem.dev/pair-pod" | toJson) $l $a ("tandem.dev/placeholder-of" | toJson) $a ("tandem.dev/pair-of" | toJson) $a -}}
+{{- end -}}
+
+{{/* CEL: the owner references of the pod . (object or oldObject), none as an empty list. */}}
+{{- define "tandem-scheduler.ownersCEL" -}}
+{{- printf "(has(%s.metadata.ownerReferences) ? %s.metadata.ownerReferences : [])" . . -}}
+{{- end -}}
+
 {{/*
 The Kubernetes minors tandem-scheduler is built for, oldest first: one image
 per minor, tagged <appVersion>-k8s<minor> (make image KUBE_MINOR=...).
