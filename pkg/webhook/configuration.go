@@ -2,6 +2,7 @@ package webhook
 
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -18,14 +19,22 @@ const TimeoutSeconds = 5
 const PinnedCondition = "has(object.spec.nodeName) && object.spec.nodeName != ''"
 
 // Configuration is the ValidatingWebhookConfiguration that sends the
-// creation of pods labelled runnerPodLabel and pinned with nodeName to the
-// webhook at clientConfig (the chart renders the same). Its failurePolicy is
+// creation of pods labelled runnerPodLabel and pinned with nodeName, in the
+// runner namespaces (every namespace if none), to the webhook at
+// clientConfig (the chart renders the same). Pods elsewhere never reach it:
+// nobody outside the runner namespaces can make it work. Its failurePolicy is
 // Ignore: with Fail, a webhook outage would fail the creation of every
 // job's pod; with Ignore only pinned pods whose node is full are rejected
 // (by the kubelet), until tandem's fallback deletes the placeholder.
-func Configuration(name string, clientConfig admissionregistrationv1.WebhookClientConfig, runnerPodLabel string) *admissionregistrationv1.ValidatingWebhookConfiguration {
+func Configuration(name string, clientConfig admissionregistrationv1.WebhookClientConfig, runnerPodLabel string, runnerNamespaces []string) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	if runnerPodLabel == "" {
 		runnerPodLabel = DefaultRunnerPodLabel
+	}
+	namespaces := &metav1.LabelSelector{}
+	if len(runnerNamespaces) > 0 {
+		namespaces.MatchExpressions = []metav1.LabelSelectorRequirement{{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: runnerNamespaces,
+		}}
 	}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -41,6 +50,7 @@ func Configuration(name string, clientConfig admissionregistrationv1.WebhookClie
 					Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
 				},
 			}},
+			NamespaceSelector: namespaces,
 			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 				Key: runnerPodLabel, Operator: metav1.LabelSelectorOpExists,
 			}}},

@@ -62,9 +62,14 @@ const (
 	DefaultTimeout = 4 * time.Second
 )
 
-// maxReviewBytes bounds an AdmissionReview's body: a pod is at most what
-// etcd stores (1.5 MiB by default), twice over for object and oldObject.
-const maxReviewBytes = 4 << 20
+// maxReviewBytes bounds an AdmissionReview's body: the webhook reviews
+// creates only, which carry the pod once (no oldObject), and a pod is at
+// most what etcd stores (1.5 MiB by default), with JSON's overhead. With
+// DefaultMaxInFlight it bounds the bodies held at once to 64 MiB.
+const maxReviewBytes = 2 << 20
+
+// DefaultMaxInFlight is Options.MaxInFlight's default.
+const DefaultMaxInFlight = 32
 
 // Options configure the handler.
 type Options struct {
@@ -73,6 +78,11 @@ type Options struct {
 	RunnerPodLabel string
 	// Timeout bounds the API calls of one review. Default DefaultTimeout.
 	Timeout time.Duration
+	// MaxInFlight bounds the reviews answered at once; beyond it a review
+	// is answered at once with 429 Too Many Requests, which the apiserver
+	// takes as a failed call (failurePolicy Ignore: the pod is allowed),
+	// before its body is read. Default DefaultMaxInFlight.
+	MaxInFlight int
 }
 
 // Handler answers pod admission reviews. It serves Path, HealthzPath and
@@ -83,6 +93,8 @@ type Handler struct {
 	timeout  time.Duration
 	mux      *http.ServeMux
 	reviewed atomic.Int64
+	// inFlight holds a token per review being answered.
+	inFlight chan struct{}
 }
 
 var _ http.Handler = &Handler{}
@@ -98,6 +110,10 @@ func NewHandler(client kubernetes.Interface, opts Options) *Handler {
 	if h.timeout <= 0 {
 		h.timeout = DefaultTimeout
 	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	h.inFlight = make(chan struct{}, opts.MaxInFlight)
 	h.mux.HandleFunc("POST "+Path, h.serveReview)
 	h.mux.HandleFunc("GET "+HealthzPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -119,6 +135,18 @@ func (h *Handler) Reviewed() int64 {
 
 func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request) {
 	logger := klog.FromContext(r.Context())
+	select {
+	case h.inFlight <- struct{}{}:
+		defer func() { <-h.inFlight }()
+	default:
+		// Saturated: answer before reading anything. A flood of reviews
+		// (forged, or pods no scheduler needs) then costs what a 429 costs,
+		// and the reviews in flight keep their memory and API budget.
+		reviews.WithLabelValues(outcomeSaturated).Inc()
+		logger.V(2).Info("Too many admission reviews in flight; answering 429 (the apiserver allows the pod)", "maxInFlight", cap(h.inFlight), "remote", r.RemoteAddr)
+		http.Error(w, "tandem-webhook: too many reviews in flight", http.StatusTooManyRequests)
+		return
+	}
 	var review admissionv1.AdmissionReview
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxReviewBytes)).Decode(&review); err != nil || review.Request == nil {
 		// Without the request's UID there is no answer the apiserver
@@ -150,6 +178,9 @@ const (
 	outcomeDeleted = "deleted"
 	outcomeNone    = "none"
 	outcomeError   = "error"
+	// outcomeSaturated: MaxInFlight reviews were being answered; this one
+	// got a 429 and was not read.
+	outcomeSaturated = "saturated"
 )
 
 // Review answers one admission request: it always allows the pod. For the

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -353,4 +354,70 @@ func post(t *testing.T, url string, body []byte, wantStatus int) []byte {
 		t.Errorf("POST %s = %d (%s), want %d", url, resp.StatusCode, buf.String(), wantStatus)
 	}
 	return buf.Bytes()
+}
+
+// Issue 37: reviews had no concurrency bound, so a flood of them (anyone
+// who reaches the port, or creates labelled pinned pods) held memory and
+// the webhook's API budget until real workflow pods' reviews timed out.
+// Beyond MaxInFlight a review is answered 429 at once, unread (the
+// apiserver allows the pod: failurePolicy Ignore), and counted; once one in
+// flight ends, reviews are answered again.
+func TestSaturatedReviewsAreAnsweredAtOnce(t *testing.T) {
+	client := fake.NewClientset(runnerPod(), placeholderOf(runnerID, node))
+	entered, release := make(chan struct{}), make(chan struct{})
+	client.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		entered <- struct{}{}
+		<-release
+		return false, nil, nil
+	})
+	h := NewHandler(client, Options{MaxInFlight: 1})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  createRequest(t, workflowPod()),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan []byte)
+	go func() { first <- post(t, srv.URL+Path, body, http.StatusOK) }()
+	<-entered // the first review holds the only slot, at its list
+
+	saturated := counter(t, reviews.WithLabelValues(outcomeSaturated))
+	post(t, srv.URL+Path, body, http.StatusTooManyRequests)
+	if got := counter(t, reviews.WithLabelValues(outcomeSaturated)) - saturated; got != 1 {
+		t.Errorf("reviews{outcome=saturated} grew by %v, want 1", got)
+	}
+	close(release)
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(<-first, &out); err != nil || out.Response == nil || !out.Response.Allowed {
+		t.Fatalf("the review in flight: %+v, %v; want it answered", out.Response, err)
+	}
+	go func() {
+		for range entered { // later reviews' lists go through
+		}
+	}()
+	defer close(entered)
+	post(t, srv.URL+Path, body, http.StatusOK)
+	if got := h.Reviewed(); got != 2 {
+		t.Errorf("Reviewed() = %d, want 2 (the saturated one was not read)", got)
+	}
+}
+
+// A body beyond maxReviewBytes is not read to its end: 400, and the
+// apiserver applies the failurePolicy.
+func TestReviewBodyIsBounded(t *testing.T) {
+	srv := httptest.NewServer(NewHandler(fake.NewClientset(), Options{}))
+	defer srv.Close()
+	pod := workflowPod()
+	pod.Annotations = map[string]string{"padding": strings.Repeat("x", maxReviewBytes)}
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  createRequest(t, pod),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post(t, srv.URL+Path, body, http.StatusBadRequest)
 }

@@ -68,18 +68,20 @@ func (l *Local) CABundle() []byte { return l.caBundle }
 func (l *Local) Handler() *Handler { return l.handler }
 
 // Configuration is the ValidatingWebhookConfiguration named name that calls
-// this server (URL and CABundle) for pods labelled runnerPodLabel.
-func (l *Local) Configuration(name, runnerPodLabel string) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	return Configuration(name, admissionregistrationv1.WebhookClientConfig{URL: &l.url, CABundle: l.caBundle}, runnerPodLabel)
+// this server (URL and CABundle) for pods labelled runnerPodLabel in
+// runnerNamespaces (every namespace if none).
+func (l *Local) Configuration(name, runnerPodLabel string, runnerNamespaces []string) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	return Configuration(name, admissionregistrationv1.WebhookClientConfig{URL: &l.url, CABundle: l.caBundle}, runnerPodLabel, runnerNamespaces)
 }
 
-// Register creates (or replaces) the configuration named name and waits
-// until the apiserver calls the webhook: it dry-runs the creation of a
-// labelled, pinned probe pod in namespace until a review arrives. The
+// Register creates (or replaces) the configuration named name, for the
+// runner namespace namespace, and waits until the apiserver calls the
+// webhook: it dry-runs the creation of a labelled, pinned probe pod in
+// namespace until a review arrives. The
 // apiserver picks new configurations up asynchronously; pods created before
 // Register returns may not be reviewed.
 func (l *Local) Register(ctx context.Context, client kubernetes.Interface, name, runnerPodLabel, namespace string) error {
-	config := l.Configuration(name, runnerPodLabel)
+	config := l.Configuration(name, runnerPodLabel, []string{namespace})
 	configs := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	if _, err := configs.Create(ctx, config, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
 		old, err := configs.Get(ctx, name, metav1.GetOptions{})

@@ -24,7 +24,8 @@ const (
 var (
 	// reviews counts the admission reviews answered, by what was done:
 	// "deleted" (a placeholder made room), "none" (nothing to do), "error"
-	// (allowed with a warning).
+	// (allowed with a warning), "saturated" (answered 429 unread: too many
+	// in flight).
 	reviews = metrics.NewCounterVec(
 		&metrics.CounterOpts{
 			Namespace:      namespace,

@@ -118,7 +118,7 @@ func TestStartLocal(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
 		t.Errorf("GET %s = %d %q, want 200 ok", HealthzPath, resp.StatusCode, body)
 	}
-	if got := wh.Configuration("x", "").Webhooks[0].ClientConfig; got.URL == nil || *got.URL != wh.URL() || !bytes.Equal(got.CABundle, wh.CABundle()) {
+	if got := wh.Configuration("x", "", nil).Webhooks[0].ClientConfig; got.URL == nil || *got.URL != wh.URL() || !bytes.Equal(got.CABundle, wh.CABundle()) {
 		t.Errorf("configuration's clientConfig = %+v, want the server's URL and CA bundle", got)
 	}
 	client.CloseIdleConnections()

@@ -181,7 +181,7 @@ func TestChartPodsMode(t *testing.T) {
 			Namespace: releaseNamespace, Name: webhookName, Path: ptr.To(webhook.Path), Port: ptr.To[int32](443),
 		},
 		CABundle: config.Webhooks[0].ClientConfig.CABundle,
-	}, "runner-pod")
+	}, "runner-pod", []string{"arc-runners"})
 	want.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
 	want.Labels = config.Labels
 	if diff := cmp.Diff(want, config); diff != "" {
