@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -46,6 +47,29 @@ func TestValidate(t *testing.T) {
 			pod:     boundRunner("r1-uid", "n1"),
 			rec:     func(r Recorded) Recorded { r.RunnerUID = "someone-else"; return r },
 			wantErr: `recorded for pod UID "someone-else", not this pod (r1-uid)`,
+		},
+		// Issue 37: a record is anyone's to write who may patch the pod
+		// (without podsAdmissionPolicy).
+		"more host ports than a reservation holds": {
+			pod: boundRunner("r1-uid", "n1"),
+			rec: func(r Recorded) Recorded {
+				r.HostPorts = nil
+				for p := range MaxHostPorts + 1 {
+					r.HostPorts = append(r.HostPorts, strconv.Itoa(8000+p))
+				}
+				return r
+			},
+			wantErr: "holds 17 host ports, more than 16",
+		},
+		"more earlier workflow pods than a record keeps": {
+			pod: boundRunner("r1-uid", "n1"),
+			rec: func(r Recorded) Recorded {
+				for p := range MaxStaleWorkflowPods + 1 {
+					r.StaleWorkflowPods = append(r.StaleWorkflowPods, types.UID(strconv.Itoa(p)))
+				}
+				return r
+			},
+			wantErr: "names 17 earlier workflow pods, more than 16",
 		},
 		"not bound": {
 			pod:     boundRunner("r1-uid", ""),

@@ -50,6 +50,10 @@ const (
 	// ReasonPlaceholderLost: a bound runner's placeholder was removed by
 	// someone else while its reservation waited for the workflow pod.
 	ReasonPlaceholderLost = "PlaceholderLost"
+	// ReasonTooManyWorkflowPods: more pods labelled as a runner's workflow
+	// pods existed when it was bound than its record keeps
+	// (MaxStaleWorkflowPods).
+	ReasonTooManyWorkflowPods = "TooManyWorkflowPods"
 	// ReasonRepaired: the reconciler found the reservation out of step with
 	// the cluster and repaired it.
 	ReasonRepaired = "WorkflowReservationRepaired"

@@ -92,6 +92,12 @@ func (r Recorded) Validate(pod *v1.Pod) ([]HostPort, error) {
 	case anyNegative(r.StepRequests) || !within(r.StepRequests, r.Requests):
 		return nil, fmt.Errorf("stepRequests %s are not within requests %s", FormatResources(r.StepRequests), FormatResources(r.Requests))
 	}
+	if len(r.HostPorts) > MaxHostPorts {
+		return nil, fmt.Errorf("holds %d host ports, more than %d", len(r.HostPorts), MaxHostPorts)
+	}
+	if len(r.StaleWorkflowPods) > MaxStaleWorkflowPods {
+		return nil, fmt.Errorf("names %d earlier workflow pods, more than %d", len(r.StaleWorkflowPods), MaxStaleWorkflowPods)
+	}
 	var ports []HostPort
 	for _, s := range r.HostPorts {
 		hp, err := ParseHostPort(s)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
@@ -41,30 +42,58 @@ func (f *Feeder) Reconcile(ctx context.Context) {
 	}
 }
 
-// finishedWorkflowPods lists the terminal workflow pods: the scheduler's
+// finishedPods are the terminal workflow pods, by UID and by runner.
+type finishedPods struct {
+	byUID    map[types.UID]*v1.Pod
+	byRunner map[types.NamespacedName][]*v1.Pod
+}
+
+// finishedWorkflowPods lists the terminal workflow pods of the runner
+// namespaces (every namespace where a profile names none): the scheduler's
 // informer does not hold them, and a reservation rebuilt after its workflow
-// pod finished would otherwise hold room until its runner ends.
-func (f *Feeder) finishedWorkflowPods(ctx context.Context, logger klog.Logger) map[types.UID]*v1.Pod {
-	list, err := f.cluster.ClientSet().CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		LabelSelector:   f.runnerPodLabel,
-		FieldSelector:   "status.phase!=" + string(v1.PodPending) + ",status.phase!=" + string(v1.PodRunning) + ",status.phase!=" + string(v1.PodUnknown),
-		ResourceVersion: "0",
-	})
-	if err != nil {
-		logger.Error(err, "Listing finished workflow pods")
-		return nil
-	}
-	out := map[types.UID]*v1.Pod{}
-	for i := range list.Items {
-		if p := &list.Items[i]; IsTerminal(p) {
-			out[p.UID] = p
+// pod finished would otherwise hold room until its runner ends. Pods so
+// labelled elsewhere cannot claim a runner's room and are not read: anyone
+// may make them, as many as they like.
+func (f *Feeder) finishedWorkflowPods(ctx context.Context, logger klog.Logger) finishedPods {
+	out := finishedPods{byUID: map[types.UID]*v1.Pod{}, byRunner: map[types.NamespacedName][]*v1.Pod{}}
+	for _, ns := range f.runnerNamespaces() {
+		list, err := f.cluster.ClientSet().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+			LabelSelector:   f.runnerPodLabel,
+			FieldSelector:   "status.phase!=" + string(v1.PodPending) + ",status.phase!=" + string(v1.PodRunning) + ",status.phase!=" + string(v1.PodUnknown),
+			ResourceVersion: "0",
+		})
+		if err != nil {
+			logger.Error(err, "Listing finished workflow pods", "namespace", ns)
+			continue
+		}
+		for i := range list.Items {
+			if p := &list.Items[i]; IsTerminal(p) {
+				out.byUID[p.UID] = p
+				runner := types.NamespacedName{Namespace: p.Namespace, Name: p.Labels[f.runnerPodLabel]}
+				out.byRunner[runner] = append(out.byRunner[runner], p)
+			}
 		}
 	}
 	return out
 }
 
+// runnerNamespaces are the namespaces where the profiles have runners, or
+// only metav1.NamespaceAll if one of them names none.
+func (f *Feeder) runnerNamespaces() []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	all := sets.New[string]()
+	for _, p := range f.profiles {
+		if p.Namespaces.Len() == 0 {
+			return []string{metav1.NamespaceAll}
+		}
+		all = all.Union(p.Namespaces)
+	}
+	return sets.List(all)
+}
+
 // reconcileReservation repairs r; it reports whether it freed room.
-func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reservation, finished map[types.UID]*v1.Pod) bool {
+func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reservation, finished finishedPods) bool {
 	pod, err := f.pods.Pods(r.Runner.Namespace).Get(r.Runner.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Error(err, "Getting a runner", "runner", r.Runner)
@@ -123,7 +152,7 @@ func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reserva
 	workflows := f.WorkflowPods(r.Runner)
 	if r.ClaimedBy() != "" {
 		for _, wf := range workflows {
-			if wf.UID == r.ClaimedBy() && !IsTerminal(wf) && finished[wf.UID] == nil {
+			if wf.UID == r.ClaimedBy() && !IsTerminal(wf) && finished.byUID[wf.UID] == nil {
 				return false
 			}
 		}
@@ -134,14 +163,14 @@ func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reserva
 		return false
 	}
 	for _, wf := range workflows {
-		if wf.Spec.NodeName == r.Node && !IsTerminal(wf) && finished[wf.UID] == nil && r.Owns(wf) {
+		if wf.Spec.NodeName == r.Node && !IsTerminal(wf) && finished.byUID[wf.UID] == nil && r.Owns(wf) {
 			f.observeWorkflow(logger, wf, r.Runner)
 			f.repaired(logger, pod, metrics.RepairClaimed, fmt.Sprintf("Workflow pod %s on node %s had not been counted as the reservation's claim", wf.Name, wf.Spec.NodeName))
 			return true
 		}
 	}
-	for _, wf := range finished {
-		if wf.Namespace == r.Runner.Namespace && wf.Labels[f.runnerPodLabel] == r.Runner.Name && r.Owns(wf) && wf.Spec.NodeName == r.Node {
+	for _, wf := range finished.byRunner[r.Runner] {
+		if r.Owns(wf) && wf.Spec.NodeName == r.Node {
 			if f.markDone(r, wf.UID) {
 				f.repaired(logger, pod, metrics.RepairFinished, fmt.Sprintf("Workflow pod %s already finished; the reservation on node %s holds nothing more", wf.Name, r.Node))
 				return true

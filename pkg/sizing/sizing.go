@@ -457,6 +457,9 @@ func parseHostPorts(s string) ([]contract.HostPort, error) {
 	if len(out) == 0 {
 		return nil, errors.New("no host ports given")
 	}
+	if len(out) > contract.MaxHostPorts {
+		return nil, fmt.Errorf("%d host ports given, at most %d are held", len(out), contract.MaxHostPorts)
+	}
 	return out, nil
 }
 

@@ -302,6 +302,16 @@ func TestSize(t *testing.T) {
 			wantPorts:    "80/TCP",
 			wantProblems: []string{`host port "http"`},
 		},
+		// Issue 37: each port is held on the node and read by every Filter
+		// of a pod with host ports there.
+		"more host ports than a reservation holds fall back to the default": {
+			pod:          runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Annotation(contract.HostPortsAnnotation, "8001,8002,8003,8004,8005,8006,8007,8008,8009,8010,8011,8012,8013,8014,8015,8016,8017").Obj(),
+			defaultPorts: []contract.HostPort{{Protocol: v1.ProtocolTCP, Port: 80}},
+			want:         "cpu=1",
+			wantSource:   contract.SourceAnnotation,
+			wantPorts:    "80/TCP",
+			wantProblems: []string{"17 host ports given, at most 16 are held"},
+		},
 		"default step headroom": {
 			pod:         runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
 			defaultStep: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")},

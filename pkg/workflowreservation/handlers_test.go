@@ -663,3 +663,30 @@ func TestNoOpUpdatesKeepNodeVersion(t *testing.T) {
 		t.Errorf("5 no-op updates moved the node's version from %d to %d", v, got)
 	}
 }
+
+// Issue 37: the pods recorded as an earlier runner's grew with every pod
+// anyone labelled with the runner's name before it was bound, and the
+// record must fit the Binding. Only pods not created before the runner are
+// recorded (the hold rule tells the others by time), at most
+// contract.MaxStaleWorkflowPods, with a Warning on the runner beyond.
+func TestStaleListIsBounded(t *testing.T) {
+	runner := runnerPod("r1").UID("r1-uid").CreationTimestamp(later).Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Req(units("1")).Obj()
+	objs := []runtime.Object{runner, workflowPod("r1").Name("before").UID("before").CreationTimestamp(earlier).Obj()}
+	for i := range contract.MaxStaleWorkflowPods + 4 {
+		name := fmt.Sprintf("labelled-%02d", i)
+		objs = append(objs, workflowPod("r1").Name(name).UID(name).CreationTimestamp(later).Obj())
+	}
+	pl, h := newTestPlugin(t, defaultArgs(), true, objs...)
+	reserveRunner(t, pl, runner, "n1")
+	r, ok := pl.store.Get(key("r1"))
+	if !ok {
+		t.Fatal("no reservation")
+	}
+	if len(r.Stale) != contract.MaxStaleWorkflowPods || slices.Contains(r.Stale, "before") {
+		t.Errorf("stale workflow pods %q, want %d of those created with the runner", r.Stale, contract.MaxStaleWorkflowPods)
+	}
+	events := drainEvents(h)
+	if !slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, contract.ReasonTooManyWorkflowPods) }) {
+		t.Errorf("events %q, want a %s Warning on the runner", events, contract.ReasonTooManyWorkflowPods)
+	}
+}

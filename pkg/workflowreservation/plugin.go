@@ -702,7 +702,7 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 			Runner:        runner,
 			RunnerUID:     pod.UID,
 			RunnerCreated: pod.CreationTimestamp.Time,
-			Stale:         pl.workflowPodUIDs(runner),
+			Stale:         pl.staleWorkflowPods(ctx, pod),
 			Node:          nodeName,
 			Size:          s.workflow,
 			Step:          s.step,
@@ -739,12 +739,29 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 	return nil
 }
 
-// workflowPodUIDs returns the UIDs of the pods labelled as workflow pods of
-// runner: when a runner's reservation is taken, these belong to an earlier
-// runner of the same name.
-func (pl *WorkflowReservation) workflowPodUIDs(runner types.NamespacedName) []types.UID {
+// staleWorkflowPods returns the UIDs of the pods labelled as workflow pods of
+// runner when its reservation is taken: they belong to an earlier runner of
+// the same name. Only those not created before the runner, at most
+// contract.MaxStaleWorkflowPods: the hold rule already tells the earlier
+// ones by their creation time.
+func (pl *WorkflowReservation) staleWorkflowPods(ctx context.Context, runner *v1.Pod) []types.UID {
 	var out []types.UID
-	for _, p := range pl.feeder.WorkflowPods(runner) {
+	for _, p := range pl.feeder.WorkflowPods(types.NamespacedName{Namespace: runner.Namespace, Name: runner.Name}) {
+		if p.CreationTimestamp.Before(&runner.CreationTimestamp) {
+			continue // not the runner's by its creation time (Facts.Owns)
+		}
+		if len(out) == contract.MaxStaleWorkflowPods {
+			// Anyone who may create pods in the namespace can label as many
+			// as they like with the runner's name, and the record must fit
+			// the Binding: beyond the bound, one of them may claim.
+			klog.FromContext(ctx).Info("More pods labelled as this runner's workflow pods than a record keeps; the others may claim its reservation", "runner", klog.KObj(runner), "kept", len(out))
+			if pl.feeder.FirstWarning(runner.UID, contract.ReasonTooManyWorkflowPods) {
+				pl.handle.EventRecorder().Eventf(runner, nil, v1.EventTypeWarning, contract.ReasonTooManyWorkflowPods, "Scheduling",
+					"More than %d pods labelled %s=%s existed before this runner was bound; the reservation records the first %d as not its workflow pod, and one of the others may claim its room",
+					contract.MaxStaleWorkflowPods, pl.profile.RunnerPodLabel, runner.Name, contract.MaxStaleWorkflowPods)
+			}
+			break
+		}
 		out = append(out, p.UID)
 	}
 	return out

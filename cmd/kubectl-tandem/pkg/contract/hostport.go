@@ -10,6 +10,18 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
+// MaxHostPorts is the most host ports one runner's reservation holds (the
+// annotation, defaultHostPorts, a record): its author's choice otherwise,
+// and each one is a port of the node held, and read by every Filter of a
+// pod with host ports on the node.
+const MaxHostPorts = 16
+
+// MaxStaleWorkflowPods is the most pods of an earlier runner of the same
+// name a reservation records as not its workflow pod: anyone who may create
+// pods in the namespace can label as many as they like, and the record
+// must fit the Binding.
+const MaxStaleWorkflowPods = 16
+
 // HostPort is a host port a workflow pod will use, as written in
 // defaultHostPorts, in HostPortsAnnotation and in a recorded reservation:
 // "6379", "5432/TCP", "53/UDP".

@@ -76,6 +76,9 @@ func ValidateWorkflowReservationArgs(path *field.Path, args *config.WorkflowRese
 		allErrs = append(allErrs, field.NotSupported(path.Child("reservationMode"), args.ReservationMode,
 			[]string{config.ReservationModeMemory, config.ReservationModePods}))
 	}
+	if len(args.DefaultHostPorts) > contract.MaxHostPorts {
+		allErrs = append(allErrs, field.TooMany(path.Child("defaultHostPorts"), len(args.DefaultHostPorts), contract.MaxHostPorts))
+	}
 	seen := map[contract.HostPort]bool{}
 	for i, s := range args.DefaultHostPorts {
 		p, err := contract.ParseHostPort(s)

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -83,6 +84,14 @@ func TestValidateWorkflowReservationArgs(t *testing.T) {
 				field.Duplicate(field.NewPath("args", "defaultHostPorts").Index(3), "6379/TCP"),
 				field.Invalid(field.NewPath("args", "defaultHostPorts").Index(4), "80/HTTP", ""),
 			},
+		},
+		"too many host ports": {
+			modify: func(args *config.WorkflowReservationArgs) {
+				for p := range 17 {
+					args.DefaultHostPorts = append(args.DefaultHostPorts, strconv.Itoa(8000+p))
+				}
+			},
+			wantErrs: field.ErrorList{field.TooMany(field.NewPath("args", "defaultHostPorts"), 17, 16)},
 		},
 		"backoff": {
 			modify: func(args *config.WorkflowReservationArgs) {
