@@ -164,8 +164,8 @@ func TestChartPodsMode(t *testing.T) {
 	if !slices.Equal(create, []string{"create"}) {
 		t.Errorf("scheduler's verbs on pods in arc-runners %q, want create (placeholders)", create)
 	}
-	// The webhook reads runners and placeholders and deletes placeholders, nothing else.
-	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "delete"}}}
+	// The webhook lists placeholders, reads runners and deletes placeholders, nothing else.
+	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "delete"}}}
 	if diff := cmp.Diff(wantRules, object[rbacv1.ClusterRole](t, objs, "ClusterRole//"+webhookName).Rules); diff != "" {
 		t.Errorf("webhook's ClusterRole rules (-want,+got):\n%s", diff)
 	}

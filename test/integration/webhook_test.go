@@ -2,15 +2,19 @@ package integration
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
@@ -22,7 +26,13 @@ import (
 // CA bundle, failurePolicy Ignore); both go at the end of the test.
 func (e *env) startWebhook() *webhook.Local {
 	e.t.Helper()
-	wh, err := webhook.StartLocal(e.ctx, e.client, webhook.Options{})
+	return e.startWebhookAs(e.client)
+}
+
+// startWebhookAs is startWebhook for a webhook that acts through client.
+func (e *env) startWebhookAs(client kubernetes.Interface) *webhook.Local {
+	e.t.Helper()
+	wh, err := webhook.StartLocal(e.ctx, client, webhook.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -229,4 +239,52 @@ func TestChartPodsModeApplies(t *testing.T) {
 		t.Fatalf("rendered kinds %v, want the webhook's", kinds)
 	}
 	apply(t, e.ctx, objs, metav1.ApplyOptions{FieldManager: "tandem-helm", DryRun: []string{metav1.DryRunAll}})
+}
+
+// The webhook as the chart installs it: acting as its ServiceAccount with
+// only its rendered RBAC, it releases a placeholder before the pinned
+// workflow pod is stored. The webhook's lookup became a list (placeholders
+// are found by label, not by name), which the rendered ClusterRole did not
+// grant: every review failed Forbidden and allowed the pod with the
+// placeholder still on the node, and every test ran the webhook as admin.
+func TestWebhookWithItsRenderedRBAC(t *testing.T) {
+	const node = "webhook-rbac-n1"
+	e := newEnvWithoutScheduler(t, map[string]string{node: "4"})
+	var rbac []*unstructured.Unstructured
+	for _, o := range renderChart(t, "--namespace", e.ns, "--set", "reservationMode=Pods", "--set", "fullnameOverride="+e.ns, "--set", "runnerNamespaces={"+e.ns+"}") {
+		if o.GetName() == e.ns+"-webhook" && slices.Contains([]string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}, o.GetKind()) {
+			rbac = append(rbac, o)
+		}
+	}
+	if len(rbac) != 3 {
+		t.Fatalf("the chart rendered %d of the webhook's ServiceAccount, ClusterRole and ClusterRoleBinding", len(rbac))
+	}
+	applyServerSide(t, e.ctx, rbac, "tandem-test")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = e.client.RbacV1().ClusterRoleBindings().Delete(ctx, e.ns+"-webhook", metav1.DeleteOptions{})
+		_ = e.client.RbacV1().ClusterRoles().Delete(ctx, e.ns+"-webhook", metav1.DeleteOptions{})
+	})
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + e.ns + ":" + e.ns + "-webhook",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + e.ns, "system:authenticated"},
+	}
+	asWebhook, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The authorizer reads RBAC from an informer: wait until the binding
+	// applies (a get of no pod answers NotFound, not Forbidden).
+	e.poll("the webhook's ServiceAccount is bound to its role", func() (bool, error) {
+		_, err := asWebhook.CoreV1().Pods(e.ns).Get(e.ctx, "none", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	e.startWebhookAs(asWebhook)
+	runner, hold := e.heldRunner("runner", node, "2")
+	e.create("runner-workflow", podSpec{cpu: "2", node: node, workflowOf: runner.Name})
+	if !e.gone(hold) {
+		t.Fatalf("placeholder %s still there when the workflow pod's Create returned: the webhook could not release it with its own rights", hold.Name)
+	}
 }
