@@ -162,6 +162,7 @@ func (p *PairPods) sync(ctx context.Context, key RunnerKey) error {
 	if err != nil {
 		return err
 	}
+	ownFirst(pods, "", contract.PairPodName(key.Name))
 	have := false
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil {
@@ -172,7 +173,7 @@ func (p *PairPods) sync(ctx context.Context, key RunnerKey) error {
 		}
 		owner := metav1.GetControllerOf(pod).UID
 		if owner == key.UID && waiting && !have {
-			if want == nil || pod.Annotations[contract.PairSizeAnnotation] == want.Annotations[contract.PairSizeAnnotation] {
+			if want == nil || pod.Annotations[contract.PairSizeAnnotation] == want.Annotations[contract.PairSizeAnnotation] && holdsAsMuch(pod, want) {
 				// Wanted, or still waiting with no word yet (a new leader).
 				// One: a second (created under another name) goes.
 				have = true

@@ -261,7 +261,7 @@ func (p *Placeholders) Yield(ctx context.Context, runner types.NamespacedName, u
 			return nil, ctx.Err()
 		}
 	}
-	holds := p.allOf(runner, uid)
+	holds := slices.DeleteFunc(p.allOf(runner, uid), func(h *v1.Pod) bool { return h.DeletionTimestamp != nil })
 	p.mu.Lock()
 	if c := p.created[uid]; c.pod != nil && !slices.ContainsFunc(holds, func(h *v1.Pod) bool { return h.UID == c.pod.UID }) {
 		holds = append(holds, c.pod)
@@ -286,7 +286,7 @@ func (p *Placeholders) Yield(ctx context.Context, runner types.NamespacedName, u
 
 // PlaceholdersOf asks the apiserver for the placeholders of the runner
 // incarnation uid: its pods labelled as placeholders that name runner and
-// are controlled by it, whatever their names.
+// are controlled by it, whatever their names, and not being deleted.
 func PlaceholdersOf(ctx context.Context, client clientset.Interface, runner types.NamespacedName, uid types.UID) ([]*v1.Pod, error) {
 	list, err := client.CoreV1().Pods(runner.Namespace).List(ctx, metav1.ListOptions{LabelSelector: contract.PlaceholderLabel + "=true"})
 	if err != nil {
@@ -295,7 +295,7 @@ func PlaceholdersOf(ctx context.Context, client clientset.Interface, runner type
 	var out []*v1.Pod
 	for i := range list.Items {
 		pod := &list.Items[i]
-		if contract.IsPlaceholder(pod) && pod.Annotations[contract.PlaceholderOfAnnotation] == runner.Name && metav1.GetControllerOf(pod).UID == uid {
+		if contract.IsPlaceholder(pod) && pod.Annotations[contract.PlaceholderOfAnnotation] == runner.Name && metav1.GetControllerOf(pod).UID == uid && pod.DeletionTimestamp == nil {
 			out = append(out, pod)
 		}
 	}
@@ -368,6 +368,7 @@ func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
 		}
 		delete(p.warned, warnKey{key.UID, contract.ReasonPlaceholderLost})
 		delete(p.warned, warnKey{key.UID, contract.ReasonPlaceholderFailed})
+		delete(p.warned, warnKey{key.UID, contract.ReasonPlaceholderNameTaken})
 	}
 	p.mu.Unlock()
 	if going && !have {
@@ -409,6 +410,14 @@ func (p *Placeholders) prune(ctx context.Context, key RunnerKey, runner, want *v
 	if err != nil {
 		return false, false, err
 	}
+	p.mu.Lock()
+	createdUID := p.created[key.UID].pod
+	p.mu.Unlock()
+	var uid types.UID
+	if createdUID != nil {
+		uid = createdUID.UID
+	}
+	ownFirst(pods, uid, contract.PlaceholderName(key.Name))
 	for _, pod := range pods {
 		owner := metav1.GetControllerOf(pod).UID
 		if pod.DeletionTimestamp != nil {
@@ -424,8 +433,8 @@ func (p *Placeholders) prune(ctx context.Context, key RunnerKey, runner, want *v
 			}
 			continue
 		}
-		if want != nil && owner == key.UID && !have &&
-			pod.Spec.NodeName == want.Spec.NodeName && pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation] {
+		if want != nil && owner == key.UID && !have && pod.Spec.NodeName == want.Spec.NodeName &&
+			pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation] && holdsAsMuch(pod, want) {
 			have = true // one: a second (created under another name) goes
 			continue
 		}
@@ -473,6 +482,11 @@ func (p *Placeholders) CreateForBind(ctx context.Context, client clientset.Inter
 	created, err := p.createThrough(ctx, client, runner.UID, want)
 	if created == nil && err == nil {
 		return nil // one is being created, or its workflow pod is at Permit
+	}
+	if apierrors.IsAlreadyExists(err) {
+		// Its name is taken: the worker creates it under another now
+		// (WantPlaceholder wants it while the binding is in flight).
+		p.queue.Add(RunnerKey{Namespace: runner.Namespace, Name: runner.Name, UID: runner.UID})
 	}
 	if err != nil {
 		return err

@@ -1,7 +1,10 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,6 +15,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -150,4 +154,50 @@ func withGeneratedName(want *v1.Pod) *v1.Pod {
 	pod := want.DeepCopy()
 	pod.GenerateName, pod.Name = want.Name+"-", ""
 	return pod
+}
+
+// ownFirst orders pods, tandem's pods of one kind for one runner, so that
+// the one to keep comes first: the one of uid (what this worker's create
+// returned), then the one named name, then one named from it by the
+// apiserver (withGeneratedName). A pod that only claims to be tandem's
+// (labels, annotations and an owner reference are anyone's to write where
+// the admission policy is off) comes last and goes as a duplicate.
+func ownFirst(pods []*v1.Pod, uid types.UID, name string) {
+	base := name + "-"
+	if len(base) > maxGeneratedNameBase {
+		base = base[:maxGeneratedNameBase]
+	}
+	rank := func(p *v1.Pod) int {
+		switch {
+		case uid != "" && p.UID == uid:
+			return 0
+		case p.Name == name:
+			return 1
+		case len(p.Name) == len(base)+generatedNameSuffix && strings.HasPrefix(p.Name, base):
+			return 2
+		}
+		return 3
+	}
+	slices.SortStableFunc(pods, func(a, b *v1.Pod) int { return cmp.Compare(rank(a), rank(b)) })
+}
+
+// The apiserver's generated names: the base cut to 58 characters and 5
+// random ones.
+const (
+	maxGeneratedNameBase = 58
+	generatedNameSuffix  = 5
+)
+
+// holdsAsMuch reports whether pod requests at least what want does, for
+// every resource want requests: admission may add to a pod's requests, not
+// take from them, and a pod that claims to be tandem's may request
+// nothing.
+func holdsAsMuch(pod, want *v1.Pod) bool {
+	have := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	for name, q := range resourcehelper.PodRequests(want, resourcehelper.PodResourcesOptions{}) {
+		if h, ok := have[name]; !ok || h.Cmp(q) < 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -32,6 +32,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
@@ -222,18 +223,22 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	logger = klog.LoggerWithValues(logger, "pod", klog.KObj(&pod), "runner", klog.KRef(pod.Namespace, runnerName))
 	pods := h.client.CoreV1().Pods(pod.Namespace)
 
-	// The placeholders first: without one (no reservation held, or Memory
-	// mode) a review costs one list, served from the apiserver's cache.
+	// The placeholders on the pod's node first: without one (no reservation
+	// held, or Memory mode) a review costs one list, served from the
+	// apiserver's cache. Those being deleted are left to go.
 	// Found by label and annotation, not by name: a placeholder whose name
 	// someone took first has a generated one.
-	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: contract.PlaceholderLabel + "=true"})
+	list, err := pods.List(ctx, metav1.ListOptions{
+		LabelSelector: contract.PlaceholderLabel + "=true",
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", pod.Spec.NodeName).String(),
+	})
 	if err != nil {
 		return h.failed(logger, resp, stepGetPlaceholder, err, "cannot list the placeholders of runner "+runnerName)
 	}
 	var holds []*v1.Pod
 	for i := range list.Items {
 		p := &list.Items[i]
-		if contract.IsPlaceholder(p) && p.Annotations[contract.PlaceholderOfAnnotation] == runnerName {
+		if contract.IsPlaceholder(p) && p.Annotations[contract.PlaceholderOfAnnotation] == runnerName && p.DeletionTimestamp == nil {
 			if p.Spec.NodeName != pod.Spec.NodeName {
 				logger.V(2).Info("Placeholder is on another node; left alone", "placeholder", klog.KObj(p), "placeholderNode", p.Spec.NodeName, "node", pod.Spec.NodeName)
 				continue

@@ -41,7 +41,7 @@ func TestRunnerAdmissionPolicy(t *testing.T) {
 	}
 	// Both policies: this one and podsAdmissionPolicy (on by default),
 	// which guards the record.
-	applyPolicies(t, e, renderChart(t, "--values", values), 4)
+	applyPolicies(t, e.ctx, renderChart(t, "--values", values), 4)
 
 	mallory := impersonate(t, "mallory")
 	tandemSA := impersonate(t, tandemServiceAccount)
@@ -166,7 +166,7 @@ const tandemServiceAccount = "system:serviceaccount:" + releaseNamespace + ":" +
 
 // applyPolicies applies the rendered chart's admission policies and their
 // bindings (want objects of those kinds), deleted at the end of the test.
-func applyPolicies(t *testing.T, e *env, rendered []*unstructured.Unstructured, want int) {
+func applyPolicies(t testing.TB, ctx context.Context, rendered []*unstructured.Unstructured, want int) {
 	t.Helper()
 	var policy []*unstructured.Unstructured
 	for _, o := range rendered {
@@ -177,7 +177,7 @@ func applyPolicies(t *testing.T, e *env, rendered []*unstructured.Unstructured, 
 	if len(policy) != want {
 		t.Fatalf("the chart rendered %d admission policy objects, want %d", len(policy), want)
 	}
-	applyServerSide(t, e.ctx, policy, "tandem-test")
+	applyServerSide(t, ctx, policy, "tandem-test")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -207,7 +207,7 @@ func TestPodsAdmissionPolicy(t *testing.T) {
 	if err := os.WriteFile(values, []byte("runnerNamespaces: ["+e.ns+"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	applyPolicies(t, e, renderChart(t, "--values", values), 2)
+	applyPolicies(t, e.ctx, renderChart(t, "--values", values), 2)
 	asTandem := rest.CopyConfig(restConfig)
 	asTandem.Impersonate = rest.ImpersonationConfig{UserName: tandemServiceAccount, Groups: []string{"system:masters", "system:authenticated"}}
 	e.config = tandemConfig()
@@ -263,6 +263,16 @@ func TestPodsAdmissionPolicy(t *testing.T) {
 	if err := patch(job, pair, `{"metadata":{"labels":{"team":"a"}}}`, metav1.PatchOptions{}); err == nil {
 		t.Error("a job changed tandem's pair pod")
 	}
+	// The garbage collector's finalizers of foreground and orphan
+	// deletion, on tandem's own pods too; not their labels.
+	gc := impersonate(t, "system:serviceaccount:kube-system:generic-garbage-collector")
+	dry := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	if err := patch(gc, pair, `{"metadata":{"finalizers":["foregroundDeletion"]}}`, dry); err != nil {
+		t.Errorf("the garbage collector could not add its finalizer to tandem's pair pod: %v", err)
+	}
+	if err := patch(gc, pair, `{"metadata":{"labels":{"team":"a"}}}`, dry); err == nil {
+		t.Error("the garbage collector changed the labels of tandem's pair pod")
+	}
 
 	// A runner's owner references: the garbage collector's, no job's.
 	dropOwner := `{"metadata":{"ownerReferences":null}}`
@@ -271,7 +281,6 @@ func TestPodsAdmissionPolicy(t *testing.T) {
 	} else {
 		wantContains(t, "the denial of a dropped owner", err.Error(), "owner references may not be changed")
 	}
-	gc := impersonate(t, "system:serviceaccount:kube-system:generic-garbage-collector")
 	if err := patch(gc, "r1", dropOwner, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Errorf("the garbage collector could not orphan runner r1: %v", err)
 	}
@@ -297,7 +306,7 @@ func TestPodsAdmissionPolicy(t *testing.T) {
 
 // impersonate is a client that acts as user, with the admin's rights (the
 // policy, not RBAC, is under test).
-func impersonate(t *testing.T, user string) kubernetes.Interface {
+func impersonate(t testing.TB, user string) kubernetes.Interface {
 	t.Helper()
 	cfg := rest.CopyConfig(restConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters", "system:authenticated"}}

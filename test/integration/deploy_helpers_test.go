@@ -28,13 +28,13 @@ import (
 
 // applyServerSide applies objs as the admin with server-side apply, as
 // `kubectl apply --server-side --field-manager=manager` does.
-func applyServerSide(t *testing.T, ctx context.Context, objs []*unstructured.Unstructured, manager string) {
+func applyServerSide(t testing.TB, ctx context.Context, objs []*unstructured.Unstructured, manager string) {
 	t.Helper()
 	apply(t, ctx, objs, metav1.ApplyOptions{FieldManager: manager})
 }
 
 // apply applies objs server-side with opts.
-func apply(t *testing.T, ctx context.Context, objs []*unstructured.Unstructured, opts metav1.ApplyOptions) {
+func apply(t testing.TB, ctx context.Context, objs []*unstructured.Unstructured, opts metav1.ApplyOptions) {
 	t.Helper()
 	disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
 	if err != nil {

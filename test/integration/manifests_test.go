@@ -30,7 +30,7 @@ const (
 )
 
 // repoPath is path below the repository root.
-func repoPath(t *testing.T, path string) string {
+func repoPath(t testing.TB, path string) string {
 	t.Helper()
 	root, err := controlplane.ModuleRoot()
 	if err != nil {
@@ -40,7 +40,7 @@ func repoPath(t *testing.T, path string) string {
 }
 
 // runTool runs `go run ./cmd/<name> args...` in hack/tools and returns its stdout.
-func runTool(t *testing.T, name string, args ...string) []byte {
+func runTool(t testing.TB, name string, args ...string) []byte {
 	t.Helper()
 	out, stderr, err := tryTool(t, name, args...)
 	if err != nil {
@@ -50,7 +50,7 @@ func runTool(t *testing.T, name string, args ...string) []byte {
 }
 
 // tryTool is runTool for a run that may fail: stdout, stderr and the error.
-func tryTool(t *testing.T, name string, args ...string) (stdout []byte, stderr string, err error) {
+func tryTool(t testing.TB, name string, args ...string) (stdout []byte, stderr string, err error) {
 	t.Helper()
 	cmd := exec.Command("go", append([]string{"run", "./cmd/" + name}, args...)...)
 	cmd.Dir = repoPath(t, "hack/tools")
@@ -62,7 +62,7 @@ func tryTool(t *testing.T, name string, args ...string) (stdout []byte, stderr s
 
 // renderChart renders the chart as release tandem-scheduler in tandem-system
 // (later flags win), e.g. renderChart(t, "--set", "replicaCount=3").
-func renderChart(t *testing.T, args ...string) []*unstructured.Unstructured {
+func renderChart(t testing.TB, args ...string) []*unstructured.Unstructured {
 	t.Helper()
 	args = append([]string{"--release", releaseName, "--namespace", releaseNamespace}, args...)
 	return parseObjects(t, runTool(t, "render-chart", append(args, repoPath(t, chartDir))...))
@@ -75,7 +75,7 @@ func kustomizeBuild(t *testing.T, dir string) []*unstructured.Unstructured {
 }
 
 // parseObjects splits a YAML stream into objects, skipping empty documents.
-func parseObjects(t *testing.T, data []byte) []*unstructured.Unstructured {
+func parseObjects(t testing.TB, data []byte) []*unstructured.Unstructured {
 	t.Helper()
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var objs []*unstructured.Unstructured

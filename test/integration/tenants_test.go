@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +119,9 @@ func TestPodsLabelledAsTandemsElsewhereAreLeftAlone(t *testing.T) {
 	}
 	e.startScheduler()
 
-	owner := e.tenantPod(mallory, "owner", false, nil)
+	// Bound (by nodeName): before, tandem deleted a pair pod of a bound
+	// runner, and the placeholder of one that is no runner.
+	owner := e.tenantPod(mallory, "owner", false, func(p *v1.Pod) { p.Spec.NodeName = "tenant-n1" })
 	forged := []*v1.Pod{
 		e.tenantPod(mallory, "owner-hold", true, func(p *v1.Pod) {
 			claimsToBe(p, contract.PlaceholderLabel, contract.PlaceholderOfAnnotation, owner.Name, owner.UID)
@@ -245,11 +248,15 @@ func TestSquattedPlaceholderName(t *testing.T) {
 	}
 	wantContains(t, "r1's warning", e.event("r1", contract.ReasonPlaceholderNameTaken), squatter.Name, "which tandem did not create")
 
-	// A forgery that claims to be r1's placeholder too, bound to its node
-	// with no room to run (the kubelet would reject it): the webhook must
-	// not take it for the only one, nor leave it.
+	// A forgery that claims to be r1's placeholder too, of its size, on its
+	// node: the webhook must not take it for the only one, nor leave it.
+	// (The leader would delete it as a duplicate: it is stopped first, so
+	// that the webhook alone is proven.)
+	e.stopScheduler()
 	forged := e.tenantPod(e.ns, "forged", false, func(p *v1.Pod) {
 		claimsToBe(p, contract.PlaceholderLabel, contract.PlaceholderOfAnnotation, "r1", runner.UID)
+		p.Annotations[contract.PlaceholderSizeAnnotation] = hold.Annotations[contract.PlaceholderSizeAnnotation]
+		p.Spec.Containers[0].Resources = *hold.Spec.Containers[0].Resources.DeepCopy()
 		p.Spec.NodeName = node
 	})
 	e.create("r1-workflow", podSpec{cpu: "2", node: node, workflowOf: "r1"})
@@ -274,4 +281,28 @@ func podDeletes(t *testing.T, e *env) float64 {
 		}
 	}
 	return n
+}
+
+// Hole 3 without the admission policy: a pod that claims to be a runner's
+// placeholder, on its node, with its size annotation but requesting
+// nothing, next to the real one. The worker keeps one placeholder per
+// runner; it kept whichever came first in the informer's index (map order),
+// so about half the time it deleted tandem's and kept the forgery, and the
+// node held no room. It keeps the one it made and deletes the other.
+func TestForgedPlaceholderIsTheOneThatGoes(t *testing.T) {
+	e := newEnv(t, inprocess.Config(inprocess.Profile{SchedulerName: schedulerName, Tandem: true, ReservationMode: "Pods"}), map[string]string{"forged-n1": "4"})
+	runner := e.runner("r1", "1", "2")
+	node := e.bound("r1")
+	hold := e.oneTandemPodOf(contract.PlaceholderLabel, contract.PlaceholderOfAnnotation, "r1")
+	for i := range 4 {
+		forged := e.tenantPod(e.ns, fmt.Sprintf("forged-%d", i), false, func(p *v1.Pod) {
+			claimsToBe(p, contract.PlaceholderLabel, contract.PlaceholderOfAnnotation, "r1", runner.UID)
+			p.Annotations[contract.PlaceholderSizeAnnotation] = hold.Annotations[contract.PlaceholderSizeAnnotation]
+			p.Spec.NodeName = node
+		})
+		e.poll("the forgery "+forged.Name+" is deleted", func() (bool, error) { return e.gone(forged), nil })
+		if e.gone(&hold) {
+			t.Fatalf("tandem deleted its own placeholder %s and not the forgery %s", hold.Name, forged.Name)
+		}
+	}
 }

@@ -173,6 +173,11 @@ profile: its schedulerName is .schedulerName and its labels match .selector
 {{- printf "((has(%s) && (%s in %s || %s in %s)) || (has(%s) && (%s in %s || %s in %s)))" $l ("tandem.dev/placeholder" | toJson) $l ("tandem.dev/pair-pod" | toJson) $l $a ("tandem.dev/placeholder-of" | toJson) $a ("tandem.dev/pair-of" | toJson) $a -}}
 {{- end -}}
 
+{{/* CEL: the metadata map .field (labels or annotations) of the pod .obj, none as an empty map. */}}
+{{- define "tandem-scheduler.mapCEL" -}}
+{{- printf "(has(%s.metadata.%s) ? %s.metadata.%s : {})" .obj .field .obj .field -}}
+{{- end -}}
+
 {{/* CEL: the owner references of the pod . (object or oldObject), none as an empty list. */}}
 {{- define "tandem-scheduler.ownersCEL" -}}
 {{- printf "(has(%s.metadata.ownerReferences) ? %s.metadata.ownerReferences : [])" . . -}}
