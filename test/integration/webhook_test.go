@@ -1,16 +1,27 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -286,5 +297,102 @@ func TestWebhookWithItsRenderedRBAC(t *testing.T) {
 	e.create("runner-workflow", podSpec{cpu: "2", node: node, workflowOf: runner.Name})
 	if !e.gone(hold) {
 		t.Fatalf("placeholder %s still there when the workflow pod's Create returned: the webhook could not release it with its own rights", hold.Name)
+	}
+}
+
+// Issue 37, hole 4: anyone who reaches the webhook's port (the NetworkPolicy
+// admits any source unless the installer narrows it) can send it reviews
+// of their own. Under a flood of forged reviews, pinned pods that name
+// runners in an attacker's namespace, sent straight to the webhook from 16
+// connections at up to 400 a second, every real pinned workflow pod still
+// finds its runner's placeholder gone when its Create returns (the kubelet
+// would otherwise reject it: the job fails). The flood must really happen:
+// at least half its rate gets through.
+func TestWebhookHoldsUnderLoad(t *testing.T) {
+	const (
+		node    = "webhook-load-n1"
+		jobs    = 20
+		workers = 16
+		rate    = 400 // forged reviews a second, all workers together
+	)
+	e := newEnvWithoutScheduler(t, map[string]string{node: "64"})
+	wh := e.startWebhook()
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(wh.CABundle()) {
+		t.Fatal("the webhook's CA bundle holds no certificate")
+	}
+	httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, MaxIdleConnsPerHost: workers,
+	}}
+	forgedReview := func(i int) []byte {
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("forged-%d", i), Namespace: "mallory", Labels: map[string]string{"runner-pod": fmt.Sprintf("victim-%d", i%50)}},
+			Spec:       v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "main", Image: "image"}}},
+		}
+		raw, err := json.Marshal(pod)
+		if err != nil {
+			t.Error(err)
+		}
+		body, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{
+				UID: types.UID(fmt.Sprintf("forged-%d", i)), Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+				Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: "mallory", Name: pod.Name,
+				Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+			},
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		return body
+	}
+	ctx, stop := context.WithCancel(e.ctx)
+	var sent, answered atomic.Int64
+	var flood sync.WaitGroup
+	start := time.Now()
+	for w := range workers {
+		flood.Go(func() {
+			tick := time.NewTicker(time.Second * workers / rate)
+			defer tick.Stop()
+			for i := w; ; i += workers {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, wh.URL(), bytes.NewReader(forgedReview(i)))
+				if err != nil {
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				sent.Add(1)
+				resp, err := httpClient.Do(req)
+				if err != nil {
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					answered.Add(1)
+				}
+			}
+		})
+	}
+
+	failed := 0
+	for i := range jobs {
+		runner, hold := e.heldRunner(fmt.Sprintf("r%d", i), node, "1")
+		e.create(runner.Name+"-workflow", podSpec{cpu: "1", node: node, workflowOf: runner.Name})
+		if !e.gone(hold) {
+			failed++
+			t.Errorf("placeholder %s still there when its runner's pinned workflow pod was stored", hold.Name)
+		}
+	}
+	stop()
+	flood.Wait()
+	elapsed := time.Since(start).Seconds()
+	t.Logf("%d jobs, %d failed; %d forged reviews sent in %.1fs (%.0f/s), %d answered 200", jobs, failed, sent.Load(), elapsed, float64(sent.Load())/elapsed, answered.Load())
+	if got := float64(sent.Load()) / elapsed; got < rate/2 {
+		t.Errorf("the flood reached %.0f reviews a second, want at least %d: it did not load the webhook", got, rate/2)
 	}
 }
