@@ -130,11 +130,11 @@ func TestChartPodsMode(t *testing.T) {
 	}
 	slices.Sort(added)
 	wantAdded := []string{
-		"ClusterRole//" + webhookName,
-		"ClusterRoleBinding//" + webhookName,
 		webhookDeployment,
 		webhookPolicyKey,
 		"PodDisruptionBudget/" + releaseNamespace + "/" + webhookName,
+		"Role/arc-runners/" + webhookName,
+		"RoleBinding/arc-runners/" + webhookName,
 		webhookSecretKey,
 		"Service/" + releaseNamespace + "/" + webhookName,
 		"ServiceAccount/" + releaseNamespace + "/" + webhookName,
@@ -164,14 +164,20 @@ func TestChartPodsMode(t *testing.T) {
 	if !slices.Equal(create, []string{"create"}) {
 		t.Errorf("scheduler's verbs on pods in arc-runners %q, want create (placeholders)", create)
 	}
-	// The webhook lists placeholders, reads runners and deletes placeholders, nothing else.
+	// The webhook lists placeholders, reads runners and deletes placeholders,
+	// nothing else, in the runner namespaces it serves only.
 	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "delete"}}}
-	if diff := cmp.Diff(wantRules, object[rbacv1.ClusterRole](t, objs, "ClusterRole//"+webhookName).Rules); diff != "" {
-		t.Errorf("webhook's ClusterRole rules (-want,+got):\n%s", diff)
+	if diff := cmp.Diff(wantRules, object[rbacv1.Role](t, objs, "Role/arc-runners/"+webhookName).Rules); diff != "" {
+		t.Errorf("webhook's Role rules in arc-runners (-want,+got):\n%s", diff)
 	}
-	binding := object[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding//"+webhookName)
-	if binding.RoleRef.Name != webhookName || len(binding.Subjects) != 1 || binding.Subjects[0].Name != webhookName || binding.Subjects[0].Namespace != releaseNamespace {
-		t.Errorf("webhook's ClusterRoleBinding = %+v, want its role bound to its ServiceAccount", binding)
+	binding := object[rbacv1.RoleBinding](t, objs, "RoleBinding/arc-runners/"+webhookName)
+	if binding.RoleRef.Kind != "Role" || binding.RoleRef.Name != webhookName || len(binding.Subjects) != 1 || binding.Subjects[0].Name != webhookName || binding.Subjects[0].Namespace != releaseNamespace {
+		t.Errorf("webhook's RoleBinding = %+v, want its role bound to its ServiceAccount", binding)
+	}
+	for _, o := range objs {
+		if k := o.GetKind(); (k == "ClusterRole" || k == "ClusterRoleBinding") && o.GetName() == webhookName {
+			t.Errorf("the webhook has a %s: with runnerNamespaces set its rights are in those namespaces only", k)
+		}
 	}
 
 	// The configuration is pkg/webhook.Configuration, through the Service.

@@ -253,8 +253,8 @@ func TestChartPodsModeApplies(t *testing.T) {
 }
 
 // The webhook as the chart installs it: acting as its ServiceAccount with
-// only its rendered RBAC, it releases a placeholder before the pinned
-// workflow pod is stored. The webhook's lookup became a list (placeholders
+// only its rendered RBAC (a Role in the runner namespace), it releases a
+// placeholder before the pinned workflow pod is stored. The webhook's lookup became a list (placeholders
 // are found by label, not by name), which the rendered ClusterRole did not
 // grant: every review failed Forbidden and allowed the pod with the
 // placeholder still on the node, and every test ran the webhook as admin.
@@ -263,20 +263,14 @@ func TestWebhookWithItsRenderedRBAC(t *testing.T) {
 	e := newEnvWithoutScheduler(t, map[string]string{node: "4"})
 	var rbac []*unstructured.Unstructured
 	for _, o := range renderChart(t, "--namespace", e.ns, "--set", "reservationMode=Pods", "--set", "fullnameOverride="+e.ns, "--set", "runnerNamespaces={"+e.ns+"}") {
-		if o.GetName() == e.ns+"-webhook" && slices.Contains([]string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}, o.GetKind()) {
+		if o.GetName() == e.ns+"-webhook" && slices.Contains([]string{"ServiceAccount", "Role", "RoleBinding"}, o.GetKind()) {
 			rbac = append(rbac, o)
 		}
 	}
 	if len(rbac) != 3 {
-		t.Fatalf("the chart rendered %d of the webhook's ServiceAccount, ClusterRole and ClusterRoleBinding", len(rbac))
+		t.Fatalf("the chart rendered %d of the webhook's ServiceAccount, Role and RoleBinding in the runner namespace", len(rbac))
 	}
 	applyServerSide(t, e.ctx, rbac, "tandem-test")
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = e.client.RbacV1().ClusterRoleBindings().Delete(ctx, e.ns+"-webhook", metav1.DeleteOptions{})
-		_ = e.client.RbacV1().ClusterRoles().Delete(ctx, e.ns+"-webhook", metav1.DeleteOptions{})
-	})
 	cfg := rest.CopyConfig(restConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + e.ns + ":" + e.ns + "-webhook",
