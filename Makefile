@@ -34,6 +34,17 @@ control-plane:
 karpenter:
 	hack/build-karpenter.sh
 
+## kubelet: what real nodes need (pkg/realnode): containerd, runc and the CNI plugins (apt-get, when missing), bin/kubelet built from k8s.io/kubernetes at go.mod's version (cold: ~1 min), bin/tandem-pause-image.tar
+.PHONY: kubelet
+kubelet:
+	hack/build-kubelet.sh
+
+## demo-kubelet: the seed failure and a burst of 20 jobs on two real kubelets with containerd (root): default kube-scheduler, tandem, tandem with reservationMode Pods; _output/demo-kubelet/ (about 5 min)
+.PHONY: demo-kubelet
+demo-kubelet: control-plane kubelet
+	$(GO) run ./cmd/tandem-sim --real-nodes --scenario test/scenarios/kubelet-seed.yaml --schedulers default,tandem,tandem-pods --out _output/demo-kubelet/seed
+	$(GO) run ./cmd/tandem-sim --real-nodes --scenario test/scenarios/kubelet-burst.yaml --schedulers default,tandem,tandem-pods --out _output/demo-kubelet/burst
+
 ## demo: the simulator's seed scenario, default kube-scheduler vs tandem, on a local control plane
 .PHONY: demo
 demo: control-plane

@@ -35,9 +35,10 @@ func main() {
 	out := flag.String("out", "_output/demo", "directory for report.json and report.svg")
 	timeout := flag.Duration("timeout", 30*time.Minute, "real-time limit per scheduler run")
 	autoscaler := flag.String("autoscaler", "", "in a scenario with autoscale: Karpenter or ClusterAutoscaler in place of the scenario's (ClusterAutoscaler needs bin/cluster-autoscaler, hack/build-cluster-autoscaler.sh)")
+	realNodes := flag.Bool("real-nodes", false, "run every node as a real kubelet with containerd on this machine (make kubelet; root): pods run as real containers and the kubelet admits them")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *scenarioFile, *schedulers, *out, *autoscaler, sim.Options{Seed: *seed, TimeScale: *timeScale, Timeout: *timeout, InTreeVolumeBinding: *inTreeVolumeBinding})
+	err := run(ctx, *scenarioFile, *schedulers, *out, *autoscaler, sim.Options{Seed: *seed, TimeScale: *timeScale, Timeout: *timeout, InTreeVolumeBinding: *inTreeVolumeBinding, RealNodes: *realNodes})
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tandem-sim:", err)
@@ -80,6 +81,10 @@ func run(ctx context.Context, file, schedulers, out, autoscaler string, opts sim
 	}()
 	for _, s := range under {
 		fmt.Printf("Running with scheduler %q ...\n", s)
+	}
+	if opts.RealNodes {
+		opts.Kubeconfig = cp.KubeconfigPath()
+		fmt.Println("Nodes are real kubelets with containerd on this machine; pods run as real containers")
 	}
 	if sc.Autoscale != nil {
 		name, version, dir := "Karpenter", karpenter.Version, "karpenter"

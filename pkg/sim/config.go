@@ -100,17 +100,18 @@ func (k Kind) SchedulerName() string {
 // WorkflowReservation's reservation-aware one). Backoff is capped at 1s
 // (the minimum) for every scheduler: with time scaled N times, kube-scheduler's
 // real-time backoff (1-10s) would otherwise stretch into minutes of simulated
-// time.
+// time. tandemArgs are WorkflowReservation args added to a tandem
+// profile's (Harness.TandemArgs).
 //
 // grace is tandem's noWorkflowPodGrace (TandemArgs); TandemPods is the
 // profile with reservationMode: Pods (inprocess.Profile.ReservationMode).
 // volumeBinding, when set, replaces the in-tree VolumeBinding
 // (storage.VolumeBindingName; the scheduler must be started with
 // storage.Registry).
-func SchedulerConfig(k Kind, scoring string, grace time.Duration, volumeBinding string) string {
+func SchedulerConfig(k Kind, scoring string, grace time.Duration, volumeBinding string, tandemArgs ...string) string {
 	p := inprocess.Profile{SchedulerName: k.SchedulerName(), Tandem: k.IsTandem(), Scoring: scoring, BackoffSeconds: 1, VolumeBinding: volumeBinding}
 	if k.IsTandem() {
-		p.Args = TandemArgs(grace)
+		p.Args = append(TandemArgs(grace), tandemArgs...)
 	}
 	if k == TandemPods {
 		// The shipped Pods profile: the placeholder is handed over at

@@ -32,6 +32,9 @@ type environment struct {
 	// pool is each node's pool; next the next index to name a pool's node.
 	pool map[string]*scenario.NodePool
 	next map[string]int
+	// real runs the nodes as real kubelets (Options.RealNodes); nil: Node
+	// objects that the kubelet emulator plays.
+	real *realNodes
 }
 
 func newEnvironment(client kubernetes.Interface, ns string) *environment {
@@ -67,6 +70,16 @@ func (e *environment) addNode(ctx context.Context, pool *scenario.NodePool) (str
 	e.next[pool.Name]++
 	name := fmt.Sprintf("%s-%d", pool.Name, e.next[pool.Name])
 	e.mu.Unlock()
+	if e.real != nil {
+		alloc, err := e.real.start(ctx, name, pool)
+		if err != nil {
+			return "", nil, err
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.nodes[name], e.all[name], e.pool[name] = alloc, alloc, pool
+		return name, alloc, nil
+	}
 	node, err := controlplane.CreateNode(ctx, e.client, name, pool.Capacity, pool.Labels)
 	if err != nil {
 		return "", nil, err
@@ -190,6 +203,11 @@ func (e *environment) cleanup(logger klog.Logger) {
 		list, err := pods.List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 0, nil
 	})
+	if e.real != nil {
+		// Before their Node objects go: a kubelet whose node is deleted
+		// keeps trying to update it.
+		e.real.stop()
+	}
 	for _, n := range slices.Sorted(maps.Keys(e.everyNode())) {
 		if err := e.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			logger.Error(err, "Deleting node", "node", n)
@@ -199,9 +217,9 @@ func (e *environment) cleanup(logger klog.Logger) {
 
 // probe checks that no room is left held once every runner is gone: on each
 // node it places, through the scheduler under test, a pod asking for the
-// node's whole allocatable cpu and memory. It returns the nodes where the
+// node's whole allocatable cpu and memory (localized for real nodes). It returns the nodes where the
 // probe could not be placed.
-func probe(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, nodes map[string]v1.ResourceList) ([]string, error) {
+func probe(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, nodes map[string]v1.ResourceList, localize func(*v1.Pod)) ([]string, error) {
 	names := map[string]string{}
 	for node, alloc := range nodes {
 		pod := &v1.Pod{
@@ -215,6 +233,9 @@ func probe(ctx context.Context, client kubernetes.Interface, ns, schedulerName s
 					v1.ResourceCPU: alloc[v1.ResourceCPU], v1.ResourceMemory: alloc[v1.ResourceMemory],
 				}}}},
 			},
+		}
+		if localize != nil {
+			localize(pod)
 		}
 		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("creating probe: %w", err)

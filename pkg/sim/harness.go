@@ -21,6 +21,7 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/clusterautoscaler"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/karpenter"
+	"github.com/tandem-scheduler/tandem/pkg/realnode"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
 	"github.com/tandem-scheduler/tandem/pkg/sim/clock"
 	"github.com/tandem-scheduler/tandem/pkg/sim/invariant"
@@ -43,8 +44,9 @@ type Harness struct {
 	Namespace string
 	// Factory's informers watch the namespace's pods (and all nodes); it
 	// is started and synced. Handlers may be added to it.
-	Factory  informers.SharedInformerFactory
-	Clock    *clock.Clock
+	Factory informers.SharedInformerFactory
+	Clock   *clock.Clock
+	// Kubelet is the kubelet emulator; nil with real nodes.
 	Kubelet  *kubelet.Kubelet
 	Checker  *invariant.Checker
 	Emulator *arc.Emulator
@@ -101,6 +103,14 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 		env:                newEnvironment(client, ns),
 	}
 	ctx, h.stop = context.WithCancel(ctx)
+	if opts.RealNodes {
+		if err := checkRealNodes(sc); err != nil {
+			return nil, err
+		}
+		if h.env.real, err = newRealNodes(client, opts.Kubeconfig); err != nil {
+			return nil, err
+		}
+	}
 	if err := h.env.setUp(ctx, sc); err != nil {
 		h.Close()
 		return nil, err
@@ -153,9 +163,20 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 		logger.Info("The host stalled; simulated time held", "for", d)
 	})
 	h.Factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
-	h.Kubelet = kubelet.New(client)
 	h.Checker = invariant.New(h.Clock, h.env.live(), arc.RunnerPodLabel)
 	volumes := storage.New(client, StorageClassName)
+	starts := []func(context.Context, informers.SharedInformerFactory) error{
+		volumes.Start, podgc.New(client, h.Clock).Start, podgc.NewOwners(client).Start, h.Checker.Start,
+	}
+	var exiter arc.Exiter
+	if h.env.real != nil {
+		volumes.LocalRoot = h.env.real.localRoot()
+		exiter = h.env.real
+	} else {
+		h.Kubelet = kubelet.New(client)
+		starts = append(starts, h.Kubelet.Start)
+		exiter = h.Kubelet
+	}
 	if sc.StorageTopology == "zone" {
 		volumes.TopologyKey = v1.LabelTopologyZone
 	}
@@ -171,9 +192,7 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 		}
 		h.auto.onAdd, h.auto.onRemove = h.Checker.AddNode, h.Checker.RemoveNode
 	}
-	for _, start := range []func(context.Context, informers.SharedInformerFactory) error{
-		h.Kubelet.Start, volumes.Start, podgc.New(client, h.Clock).Start, podgc.NewOwners(client).Start, h.Checker.Start,
-	} {
+	for _, start := range starts {
 		if err := start(ctx, h.Factory); err != nil {
 			h.Close()
 			return nil, err
@@ -188,8 +207,11 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	h.dynFactory.Start(ctx.Done())
 	h.Factory.WaitForCacheSync(ctx.Done())
 	h.dynFactory.WaitForCacheSync(ctx.Done())
-	h.Emulator = arc.NewEmulator(client, h.Factory.Core().V1().Pods().Lister(), h.Clock, h.Kubelet, seed, sets, timing, arcJobs(sc.Stream(seed)))
+	h.Emulator = arc.NewEmulator(client, h.Factory.Core().V1().Pods().Lister(), h.Clock, exiter, seed, sets, timing, arcJobs(sc.Stream(seed)))
 	h.Emulator.SetEphemeralRunners(dyn)
+	if h.env.real != nil {
+		h.Emulator.SetLocalize(realnode.Localize)
+	}
 	if h.auto != nil {
 		h.Emulator.SetHostnames(h.auto.hostname)
 		dir := opts.AutoscalerLogDir
@@ -205,6 +227,16 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 		}
 	}
 	return h, nil
+}
+
+// TandemArgs are the WorkflowReservation args the run's nodes need beyond
+// SchedulerConfig's: on real nodes the placeholders run the nodes' local
+// image.
+func (h *Harness) TandemArgs() []string {
+	if h.env.real == nil {
+		return nil
+	}
+	return []string{"placeholderImage: " + realnode.ImageName}
 }
 
 // WebhookName is the ValidatingWebhookConfiguration of tandem-webhook in a
@@ -283,7 +315,11 @@ func (h *Harness) Emulate(ctx context.Context) ([]arc.Result, error) {
 // (see probe) and sums the run up.
 func (h *Harness) Report(ctx context.Context, results []arc.Result) (report.Run, error) {
 	samples := h.Checker.Samples()
-	blocked, err := probe(ctx, h.Client, h.Namespace, h.kind.SchedulerName(), h.env.live())
+	var localize func(*v1.Pod)
+	if h.env.real != nil {
+		localize = realnode.Localize
+	}
+	blocked, err := probe(ctx, h.Client, h.Namespace, h.kind.SchedulerName(), h.env.live(), localize)
 	if err != nil {
 		return report.Run{}, err
 	}

@@ -34,6 +34,13 @@ type Options struct {
 	// polls for the provisioner once per real second (timeScale simulated
 	// seconds per runner start), instead of storage.VolumeBindingName.
 	InTreeVolumeBinding bool
+	// RealNodes runs every node of the scenario as a real kubelet with its
+	// own containerd on this machine (pkg/realnode; needs root, make kubelet
+	// and Kubeconfig) in place of Node objects and the kubelet emulator:
+	// pods run as real containers and the kubelet admits them itself. A
+	// pool's capacity cpu and memory become the node's allocatable, so they
+	// must fit the machine. Not with autoscale nor hook mode novolume.
+	RealNodes bool
 	// AutoscalerLogDir receives the autoscaler's log of each run, in a
 	// directory named after the scheduler under test (default: a new
 	// temporary directory).
@@ -64,7 +71,7 @@ func Run(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, s Schedul
 	if opts.InTreeVolumeBinding {
 		volumeBinding = ""
 	}
-	sched, err := inprocess.Start(ctx, cfg, SchedulerConfig(k, scoring, h.NoWorkflowPodGrace, volumeBinding), inprocess.WithRegistry(storage.Registry()))
+	sched, err := inprocess.Start(ctx, cfg, SchedulerConfig(k, scoring, h.NoWorkflowPodGrace, volumeBinding, h.TandemArgs()...), inprocess.WithRegistry(storage.Registry()))
 	if err != nil {
 		return report.Run{}, err
 	}

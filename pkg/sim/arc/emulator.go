@@ -73,9 +73,11 @@ type Emulator struct {
 	pods   corelisters.PodLister
 	clock  Clock
 	exiter Exiter
-	sets   []*setState
-	jobs   []Job
-	next   int
+	// localize rewrites every pod before it is created (SetLocalize).
+	localize func(*v1.Pod)
+	sets     []*setState
+	jobs     []Job
+	next     int
 	// Tick is the real-time period of the control loop.
 	Tick    time.Duration
 	results []Result
@@ -168,6 +170,19 @@ func NewEmulator(client kubernetes.Interface, pods corelisters.PodLister, clock 
 	e.jobs = append([]Job(nil), jobs...)
 	sort.SliceStable(e.jobs, func(i, j int) bool { return e.jobs[i].Arrival < e.jobs[j].Arrival })
 	return e
+}
+
+// SetLocalize makes the emulator pass every pod it creates (runners,
+// workflow pods, step pods and step Jobs' pods) through localize first:
+// real nodes run only a local image (realnode.Localize). Call it before Run.
+func (e *Emulator) SetLocalize(localize func(*v1.Pod)) { e.localize = localize }
+
+// create creates pod in namespace, localized.
+func (e *Emulator) create(ctx context.Context, namespace string, pod *v1.Pod) (*v1.Pod, error) {
+	if e.localize != nil {
+		e.localize(pod)
+	}
+	return e.client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
 }
 
 // SetEphemeralRunners makes the emulator keep ARC's EphemeralRunner objects

@@ -129,7 +129,7 @@ func (e *Emulator) prepareJob(ctx context.Context, s *setState, r *runner, runne
 		return
 	}
 	e.pinToHostname(&pod.Spec, runnerPod.Spec.NodeName)
-	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	created, err := e.create(ctx, s.set.Namespace, pod)
 	switch {
 	case apierrors.IsAlreadyExists(err) || apierrors.IsInvalid(err):
 		e.finish(ctx, s, r, runnerPod, now, false, ReasonHookError, err.Error())

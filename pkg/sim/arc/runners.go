@@ -125,7 +125,7 @@ func (e *Emulator) createPod(ctx context.Context, s *setState, r *runner) {
 		pod.OwnerReferences[0].UID = r.erUID
 	}
 	pods := e.client.CoreV1().Pods(s.set.Namespace)
-	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	created, err := e.create(ctx, s.set.Namespace, pod)
 	if apierrors.IsAlreadyExists(err) {
 		created, err = pods.Get(ctx, r.name, metav1.GetOptions{})
 		if err == nil && (created.UID == r.previous || created.DeletionTimestamp != nil) {

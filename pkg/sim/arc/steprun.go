@@ -162,7 +162,7 @@ func (e *Emulator) startStep(ctx context.Context, s *setState, r *runner, runner
 		return
 	}
 	e.pinToHostname(&pod.Spec, runnerPod.Spec.NodeName)
-	created, err := e.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := e.create(ctx, ns, pod)
 	if err != nil {
 		e.failStep(ctx, s, r, runnerPod, now, hookErrorReason(err), "creating the step pod: "+err.Error())
 		return
@@ -187,7 +187,7 @@ func (e *Emulator) createJobPod(ctx context.Context, st *stepRun) {
 	}
 	var created *v1.Pod
 	if err == nil {
-		created, err = e.client.CoreV1().Pods(st.namespace).Create(ctx, JobPod(job), metav1.CreateOptions{})
+		created, err = e.create(ctx, st.namespace, JobPod(job))
 	}
 	if err != nil {
 		klog.FromContext(ctx).V(4).Info("Creating the step Job's pod failed; retrying", "job", klog.KRef(st.namespace, st.job), "err", err)

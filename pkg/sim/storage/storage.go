@@ -23,6 +23,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -65,9 +67,13 @@ type Controller struct {
 	// kubernetes.io/hostname (node-local disks, local-path; the default) or
 	// topology.kubernetes.io/zone (zonal disks: EBS gp3, GKE standard-rwo).
 	TopologyKey string
-	pods        corelisters.PodLister
-	nodes       corelisters.NodeLister
-	writes      *retry.Queue
+	// LocalRoot, when set, is a directory of this machine under which the
+	// local volumes are made (real kubelets on this machine mount them); when
+	// empty they are paths no kubelet mounts.
+	LocalRoot string
+	pods      corelisters.PodLister
+	nodes     corelisters.NodeLister
+	writes    *retry.Queue
 }
 
 // New returns a controller for the StorageClass class.
@@ -257,7 +263,14 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	if value == "" {
 		key, value = v1.LabelHostname, node
 	}
-	source := v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/var/lib/sim-local/" + string(claim.UID)}}
+	path := "/var/lib/sim-local/" + string(claim.UID)
+	if c.LocalRoot != "" {
+		path = filepath.Join(c.LocalRoot, string(claim.UID))
+		if err := os.MkdirAll(path, 0o777); err != nil {
+			return fmt.Errorf("making the local volume's directory: %w", err)
+		}
+	}
+	source := v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: path}}
 	affinity := &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
 		MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: v1.NodeSelectorOpIn, Values: []string{value}}},
 	}}}}
