@@ -91,9 +91,9 @@ CHAOS_ARGS ?=
 chaos: control-plane build
 	$(GO) run ./cmd/tandem-chaos --jobs $(CHAOS_JOBS) --seed $(CHAOS_SEED) --out _output/chaos $(CHAOS_ARGS)
 
-## test: unit and integration tests (integration tests run real etcd + kube-apiserver, test/autoscale the real Karpenter); the unit tests of the plugin and the packages it calls (model, sizing, controllers, contract) also with -race
+## test: unit and integration tests (integration tests run real etcd + kube-apiserver and real kubelets with containerd, test/autoscale the real Karpenter); the unit tests of the plugin and the packages it calls (model, sizing, controllers, contract) also with -race
 .PHONY: test
-test: control-plane build karpenter verify test-tools test-kubectl-tandem
+test: control-plane build karpenter kubelet verify test-tools test-kubectl-tandem
 	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/reservations/... ./pkg/sizing/... ./pkg/controllers/... ./pkg/contract/... ./pkg/leadership/... ./pkg/metrics/...
 	hack/bench-cycle.sh short
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...

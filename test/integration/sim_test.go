@@ -30,20 +30,26 @@ func compareScenario(t *testing.T, sc *scenario.Scenario) (baseline, tandem repo
 	if len(rep.Runs) != 2 {
 		t.Fatalf("got %d runs, want 2", len(rep.Runs))
 	}
-	submitted := len(sc.Stream(rep.Seed))
 	for _, run := range rep.Runs {
-		t.Logf("%s: %+v", run.Scheduler, run.Jobs)
-		if run.Jobs.Submitted != submitted || run.Jobs.Succeeded+run.Jobs.Failed != run.Jobs.Submitted {
-			t.Errorf("%s: jobs %+v, want all %d submitted jobs accounted for", run.Scheduler, run.Jobs, submitted)
-		}
-		if run.InvariantViolations != 0 {
-			t.Errorf("%s: %d invariant violations: %v", run.Scheduler, run.InvariantViolations, run.Violations)
-		}
-		if run.ReservationsLeft != 0 {
-			t.Errorf("%s: %d reservations left at the end", run.Scheduler, run.ReservationsLeft)
-		}
+		checkRun(t, run, len(sc.Stream(rep.Seed)))
 	}
 	return rep.Runs[0], rep.Runs[1]
+}
+
+// checkRun checks what holds for every run: all submitted jobs accounted
+// for, no invariant violation, nothing left reserved.
+func checkRun(t *testing.T, run report.Run, submitted int) {
+	t.Helper()
+	t.Logf("%s: %+v", run.Scheduler, run.Jobs)
+	if run.Jobs.Submitted != submitted || run.Jobs.Succeeded+run.Jobs.Failed != run.Jobs.Submitted {
+		t.Errorf("%s: jobs %+v, want all %d submitted jobs accounted for", run.Scheduler, run.Jobs, submitted)
+	}
+	if run.InvariantViolations != 0 {
+		t.Errorf("%s: %d invariant violations: %v", run.Scheduler, run.InvariantViolations, run.Violations)
+	}
+	if run.ReservationsLeft != 0 {
+		t.Errorf("%s: %d reservations left at the end", run.Scheduler, run.ReservationsLeft)
+	}
 }
 
 // The simulator's seed scenario (`make demo`): with the default
