@@ -170,6 +170,11 @@ lint:
 local-up: control-plane build
 	$(GO) run ./cmd/tandem-local up --dir $(LOCAL_DIR) --scheduler-config manifests/scheduler-config.yaml
 
+## kubelet-up: local-up with two real nodes kl-1 and kl-2 (a kubelet and a containerd each, 750m cpu and 2Gi allocatable; root) in place of Node objects; pods run as real containers if they name the local image (realnode.ImageName, imagePullPolicy Never); stop with make local-down
+.PHONY: kubelet-up
+kubelet-up: control-plane build kubelet
+	$(GO) run ./cmd/tandem-local up --dir $(LOCAL_DIR) --scheduler-config manifests/scheduler-config.yaml --nodes 0 --real-nodes 2
+
 ## local-down: stops everything local-up started
 .PHONY: local-down
 local-down:

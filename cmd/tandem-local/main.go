@@ -2,7 +2,7 @@
 // optionally tandem-scheduler) from the binaries in bin/, detached, for
 // manual work and make targets.
 //
-//	tandem-local up [--dir _output/local] [--scheduler-config FILE] [-- SCHEDULER-ARGS...]
+//	tandem-local up [--dir _output/local] [--scheduler-config FILE] [--real-nodes N] [-- SCHEDULER-ARGS...]
 //	tandem-local down [--dir _output/local]
 //
 // up prints `export KUBECONFIG=...` on stdout (everything else goes to
@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
+	"github.com/tandem-scheduler/tandem/pkg/realnode"
 )
 
 const (
@@ -56,7 +57,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage:
-  tandem-local up [--dir DIR] [--bin-dir DIR] [--scheduler-config FILE] [-- SCHEDULER-ARGS...]
+  tandem-local up [--dir DIR] [--bin-dir DIR] [--scheduler-config FILE] [--real-nodes N] [-- SCHEDULER-ARGS...]
   tandem-local down [--dir DIR]
 `)
 	os.Exit(2)
@@ -70,6 +71,9 @@ func up(args []string) error {
 	nodes := fs.Int("nodes", 3, "Ready Node objects (no kubelet) to create if missing, named local-node-N")
 	nodeCPU := fs.String("node-cpu", "4", "cpu capacity of each node")
 	nodeMemory := fs.String("node-memory", "16Gi", "memory capacity of each node")
+	realNodes := fs.Int("real-nodes", 0, "real nodes to start, kl-1..kl-N: a kubelet and a containerd each on this machine (make kubelet; root), in DIR/nodes/")
+	realCPU := fs.String("real-node-cpu", "750m", "allocatable cpu of each real node (all of them together within the machine's cpus)")
+	realMemory := fs.String("real-node-memory", "2Gi", "allocatable memory of each real node")
 	_ = fs.Parse(args)
 	schedulerArgs := fs.Args() // after "--"
 
@@ -130,12 +134,18 @@ func up(args []string) error {
 	if err := ensureNodes(ctx, cp, *nodes, *nodeCPU, *nodeMemory); err != nil {
 		return err
 	}
+	if err := startRealNodes(ctx, cp, absDir, resolvedBinDir, *realNodes, *realCPU, *realMemory); err != nil {
+		return err
+	}
 	fmt.Printf("export KUBECONFIG=%s\n", cp.KubeconfigPath())
 	return nil
 }
 
 // ensureNodes creates local-node-1..n unless they exist.
 func ensureNodes(ctx context.Context, cp *controlplane.ControlPlane, n int, cpu, memory string) error {
+	if n == 0 {
+		return nil
+	}
 	capacity := v1.ResourceList{}
 	for name, value := range map[v1.ResourceName]string{v1.ResourceCPU: cpu, v1.ResourceMemory: memory} {
 		q, err := resource.ParseQuantity(value)
@@ -158,13 +168,55 @@ func ensureNodes(ctx context.Context, cp *controlplane.ControlPlane, n int, cpu,
 	return nil
 }
 
+// startRealNodes starts n real nodes kl-1..kl-n, detached, in dir/nodes/.
+func startRealNodes(ctx context.Context, cp *controlplane.ControlPlane, dir, binDir string, n int, cpu, memory string) error {
+	if n == 0 {
+		return nil
+	}
+	cpuQ, err := resource.ParseQuantity(cpu)
+	if err != nil {
+		return fmt.Errorf("--real-node-cpu: %w", err)
+	}
+	memoryQ, err := resource.ParseQuantity(memory)
+	if err != nil {
+		return fmt.Errorf("--real-node-memory: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		return err
+	}
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("kl-%d", i)
+		node, err := realnode.Start(ctx, client, realnode.Options{
+			// Indexes from 101: the simulator's real nodes count from 1.
+			Name: name, Index: 100 + i, Dir: filepath.Join(dir, "nodes", name), Kubeconfig: cp.KubeconfigPath(), BinDir: binDir,
+			CPU: cpuQ, Memory: memoryQ, Detach: true,
+		})
+		if err != nil {
+			return fmt.Errorf("starting real node %s (stop what started with tandem-local down): %w", name, err)
+		}
+		fmt.Fprintf(os.Stderr, "%-16s real node (kubelet + containerd), allocatable cpu %s, memory %s; logs in %s; its image: %s\n", name, cpu, memory, node.Dir(), realnode.ImageName)
+	}
+	return nil
+}
+
 func down(args []string) error {
 	fs := flag.NewFlagSet("down", flag.ExitOnError)
 	dir := fs.String("dir", defaultDir, "directory given to up")
 	grace := fs.Duration("grace", controlplane.DefaultStopGracePeriod, "how long to wait after SIGTERM before SIGKILL")
 	_ = fs.Parse(args)
 	started := time.Now()
+	// Real nodes first: a kubelet without its apiserver only retries.
+	nodeDirs, _ := filepath.Glob(filepath.Join(*dir, "nodes", "*"))
+	var nodeErrs []error
+	for _, d := range nodeDirs {
+		if err := realnode.StopDir(d); err != nil {
+			nodeErrs = append(nodeErrs, err)
+		}
+		fmt.Fprintf(os.Stderr, "stopped real node %s\n", filepath.Base(d))
+	}
 	stopped, err := controlplane.StopDir(*dir, *grace)
+	err = errors.Join(append(nodeErrs, err)...)
 	for _, name := range stopped {
 		fmt.Fprintf(os.Stderr, "stopped %s\n", name)
 	}

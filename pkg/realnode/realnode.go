@@ -22,6 +22,7 @@ package realnode
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -111,6 +112,11 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Nod
 	if opts.Pods == 0 {
 		opts.Pods = 110
 	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Dir = dir
 	binDir, err := controlplane.ResolveBinDir(opts.BinDir)
 	if err != nil {
 		return nil, err
@@ -132,6 +138,10 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Nod
 	if err != nil {
 		return nil, fmt.Errorf("containerd is not installed: run make kubelet: %w", err)
 	}
+	// Stop kills every process in the node's cgroups: never share them.
+	if pids := n.cgroupPIDs(); len(pids) > 0 {
+		return nil, fmt.Errorf("node %s: %d processes run in its cgroups (%s): a node of that name runs on this machine already", opts.Name, len(pids), n.cgroupRoot())
+	}
 	if len(n.socket()) > 100 {
 		return nil, fmt.Errorf("node %s: directory %s is too long for containerd's socket", opts.Name, opts.Dir)
 	}
@@ -141,6 +151,13 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Nod
 		}
 	}
 	if err := n.writeContainerdConfig(); err != nil {
+		return nil, err
+	}
+	state, err := json.Marshal(Options{Name: opts.Name, Index: opts.Index})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(n.path(stateFile), state, 0o644); err != nil {
 		return nil, err
 	}
 	if n.containerd, err = controlplane.StartProcess(controlplane.ProcessSpec{
@@ -546,36 +563,67 @@ func (n *Node) Stop() {
 	if n.kubelet != nil {
 		_ = n.kubelet.Stop(10 * time.Second)
 	}
+	n.clean(func() {
+		if n.containerd != nil {
+			_ = n.containerd.Stop(10 * time.Second)
+		}
+	})
+}
+
+// clean kills what is left of the node once its kubelet is stopped,
+// stopping containerd with stopContainerd, and removes its mounts, cgroups
+// and bridge.
+func (n *Node) clean(stopContainerd func()) {
 	n.killCgroups()
 	n.killShims()
-	if n.containerd != nil {
-		_ = n.containerd.Stop(10 * time.Second)
-	}
+	stopContainerd()
 	unmountUnder(n.opts.Dir)
 	n.removeCgroups()
 	_ = exec.Command("ip", "link", "delete", n.bridge()).Run()
 }
 
+// stateFile records a node's name and index in its directory, for StopDir.
+const stateFile = "node.json"
+
+// StopDir stops the node that Start ran with Detach in dir, from what it
+// left there (its state and PID files), as Stop does: tandem-local down.
+// A directory without a node is left alone.
+func StopDir(dir string) error {
+	// Absolute, as Start had it: the shims and mounts name it so.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var opts Options
+	if err := json.Unmarshal(data, &opts); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
+	}
+	opts.Dir = dir
+	n := &Node{opts: opts}
+	var errs []error
+	if err := controlplane.StopPIDFile(n.path("kubelet.pid"), 10*time.Second); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	n.clean(func() {
+		if err := controlplane.StopPIDFile(n.path("containerd.pid"), 10*time.Second); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	})
+	return errors.Join(errs...)
+}
+
 // killCgroups sends SIGKILL to every process in the node's cgroup tree
 // until none is left (a few rounds: a dying shim may still fork).
 func (n *Node) killCgroups() {
-	dirs, _ := cgroupHierarchies()
 	for range 20 {
-		pids := map[int]bool{}
-		for _, d := range dirs {
-			_ = filepath.WalkDir(filepath.Join(d, n.cgroupRoot()), func(path string, e os.DirEntry, err error) error {
-				if err != nil || e.IsDir() || e.Name() != "cgroup.procs" {
-					return nil //nolint:nilerr // a cgroup removed meanwhile holds no process
-				}
-				data, _ := os.ReadFile(path)
-				for _, f := range strings.Fields(string(data)) {
-					if pid, err := strconv.Atoi(f); err == nil {
-						pids[pid] = true
-					}
-				}
-				return nil
-			})
-		}
+		pids := n.cgroupPIDs()
 		if len(pids) == 0 {
 			return
 		}
@@ -584,6 +632,27 @@ func (n *Node) killCgroups() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// cgroupPIDs returns the processes in the node's cgroup tree.
+func (n *Node) cgroupPIDs() map[int]bool {
+	dirs, _ := cgroupHierarchies()
+	pids := map[int]bool{}
+	for _, d := range dirs {
+		_ = filepath.WalkDir(filepath.Join(d, n.cgroupRoot()), func(path string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() || e.Name() != "cgroup.procs" {
+				return nil //nolint:nilerr // a cgroup removed meanwhile holds no process
+			}
+			data, _ := os.ReadFile(path)
+			for _, f := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					pids[pid] = true
+				}
+			}
+			return nil
+		})
+	}
+	return pids
 }
 
 // killShims kills the containerd shims serving the node's containerd: they
