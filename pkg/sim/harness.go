@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/clusterautoscaler"
@@ -172,6 +173,12 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	if h.env.real != nil {
 		volumes.LocalRoot = h.env.real.localRoot()
 		exiter = h.env.real
+		if _, err := h.Factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: h.env.real.observe, UpdateFunc: func(_, obj any) { h.env.real.observe(obj) },
+		}); err != nil {
+			h.Close()
+			return nil, err
+		}
 	} else {
 		h.Kubelet = kubelet.New(client)
 		starts = append(starts, h.Kubelet.Start)
@@ -315,9 +322,11 @@ func (h *Harness) Emulate(ctx context.Context) ([]arc.Result, error) {
 // (see probe) and sums the run up.
 func (h *Harness) Report(ctx context.Context, results []arc.Result) (report.Run, error) {
 	samples := h.Checker.Samples()
+	// What the real kubelets did, before the probe's pods reach them.
 	var localize func(*v1.Pod)
+	var nodes *report.RealNodes
 	if h.env.real != nil {
-		localize = realnode.Localize
+		localize, nodes = realnode.Localize, h.env.real.summary()
 	}
 	blocked, err := probe(ctx, h.Client, h.Namespace, h.kind.SchedulerName(), h.env.live(), localize)
 	if err != nil {
@@ -336,6 +345,7 @@ func (h *Harness) Report(ctx context.Context, results []arc.Result) (report.Run,
 		run.SetAutoscale(h.auto.summary(end, h.env.staticCPU(), h.scaledDown))
 	}
 	run.ReservationsLeft = len(h.Checker.Reservations()) + len(blocked)
+	run.RealNodes = nodes
 	run.WallSeconds = float64(time.Since(h.started).Round(100*time.Millisecond)) / float64(time.Second)
 	if len(blocked) > 0 {
 		h.logger.Error(nil, "Room still held after every runner finished", "nodes", blocked)

@@ -9,10 +9,13 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/realnode"
 	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
+	"github.com/tandem-scheduler/tandem/pkg/sim/report"
 	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
 )
 
@@ -29,6 +32,11 @@ type realNodes struct {
 	mu    sync.Mutex
 	nodes map[string]*realnode.Node
 	index int
+	// rejected holds the reason of each pod the kubelets failed with one;
+	// placeholders the run's placeholders, true once their container ran
+	// (observe).
+	rejected     map[types.UID]string
+	placeholders map[types.UID]bool
 }
 
 func newRealNodes(client kubernetes.Interface, kubeconfig string) (*realNodes, error) {
@@ -40,7 +48,10 @@ func newRealNodes(client kubernetes.Interface, kubeconfig string) (*realNodes, e
 	if err != nil {
 		return nil, err
 	}
-	return &realNodes{client: client, kubeconfig: kubeconfig, dir: dir, nodes: map[string]*realnode.Node{}}, nil
+	return &realNodes{
+		client: client, kubeconfig: kubeconfig, dir: dir, nodes: map[string]*realnode.Node{},
+		rejected: map[types.UID]string{}, placeholders: map[types.UID]bool{},
+	}, nil
 }
 
 // checkRealNodes refuses what real nodes cannot run yet: autoscaling (the
@@ -81,6 +92,44 @@ func (r *realNodes) start(ctx context.Context, name string, pool *scenario.NodeP
 	r.nodes[name] = node
 	r.mu.Unlock()
 	return node.Allocatable(ctx, r.client)
+}
+
+// observe records what the kubelets reported of a pod of the run: a
+// rejection (phase Failed with a reason: OutOfcpu, ...; or an eviction) or,
+// for a placeholder, a running container.
+func (r *realNodes) observe(obj any) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if pod.Status.Phase == v1.PodFailed && pod.Status.Reason != "" {
+		r.rejected[pod.UID] = pod.Status.Reason
+	}
+	if contract.IsPlaceholder(pod) {
+		ran := r.placeholders[pod.UID]
+		for _, c := range pod.Status.ContainerStatuses {
+			ran = ran || c.State.Running != nil
+		}
+		r.placeholders[pod.UID] = ran
+	}
+}
+
+// summary is what the kubelets did in the run.
+func (r *realNodes) summary() *report.RealNodes {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &report.RealNodes{PodsRejected: map[string]int{}, Placeholders: len(r.placeholders)}
+	for _, reason := range r.rejected {
+		s.PodsRejected[reason]++
+	}
+	for _, ran := range r.placeholders {
+		if ran {
+			s.PlaceholdersRan++
+		}
+	}
+	return s
 }
 
 // Exit ends pod's containers on its node (arc.Exiter).

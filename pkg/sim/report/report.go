@@ -69,10 +69,36 @@ type Run struct {
 	StepHeadroomUnusedCPUSeconds float64 `json:"stepHeadroomUnusedCpuSeconds"`
 	// Autoscale is set for a run with an autoscaler (scenario autoscale).
 	Autoscale *Autoscale `json:"autoscale,omitempty"`
+	// RealNodes is set for a run on real kubelets (sim.Options.RealNodes).
+	RealNodes *RealNodes `json:"realNodes,omitempty"`
 	// Timeline is per-node used and reserved cpu, for the picture.
 	Timeline []NodeTimeline `json:"-"`
 	// start is the first arrival, makespan is measured from it.
 	start time.Duration
+}
+
+// RealNodes is what the real kubelets of a run did, as their pods' status
+// says.
+type RealNodes struct {
+	// PodsRejected counts the pods the kubelets failed with a reason
+	// (rejected at admission: OutOfcpu, OutOfmemory, ...; or evicted), by
+	// reason.
+	PodsRejected map[string]int `json:"podsRejected"`
+	// Placeholders counts the placeholders (reservationMode Pods) of the
+	// run, PlaceholdersRan those whose container a kubelet reported running
+	// (a placeholder handed over to its workflow pod before the kubelet
+	// started it never ran).
+	Placeholders    int `json:"placeholders"`
+	PlaceholdersRan int `json:"placeholdersRan"`
+}
+
+// Rejected is the number of pods the kubelets rejected.
+func (r *RealNodes) Rejected() int {
+	n := 0
+	for _, c := range r.PodsRejected {
+		n += c
+	}
+	return n
 }
 
 // Jobs counts outcomes.

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +151,34 @@ func TestSetRatios(t *testing.T) {
 	PrintTable(&out, r)
 	if r.Runs[0].JobsPerHourVsAntiAffinity != 0 || strings.Contains(out.String(), "ANTI-AFFINITY") || r.Runs[0].JobsPerHourOfIdeal != 0.5 {
 		t.Errorf("without a workaround run: %+v\n%s", r.Runs[0], out.String())
+	}
+}
+
+// Runs on real kubelets get a table of what the kubelets rejected and the
+// placeholders they ran; runs on emulated nodes none.
+func TestRealNodesTable(t *testing.T) {
+	var out bytes.Buffer
+	PrintRealNodes(&out, &Report{Runs: []Run{
+		{Scheduler: "default", RealNodes: &RealNodes{PodsRejected: map[string]int{"OutOfcpu": 2, "OutOfmemory": 1}}},
+		{Scheduler: "tandem-pods", RealNodes: &RealNodes{PodsRejected: map[string]int{}, Placeholders: 20, PlaceholdersRan: 18}},
+	}})
+	var rows []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows = append(rows, strings.Join(f, " "))
+		}
+	}
+	want := []string{
+		"SCHEDULER PODS REJECTED BY THE KUBELETS BY REASON PLACEHOLDERS OF THEM RAN",
+		"default 3 OutOfcpu=2,OutOfmemory=1 0 0",
+		"tandem-pods 0 - 20 18",
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("PrintRealNodes wrote:\n%s\nwant the rows %q", out.String(), want)
+	}
+	out.Reset()
+	PrintRealNodes(&out, &Report{Runs: []Run{{Scheduler: "default"}}})
+	if out.Len() != 0 {
+		t.Errorf("PrintRealNodes without real nodes wrote %q, want nothing", out.String())
 	}
 }

@@ -40,6 +40,28 @@ func PrintTable(w io.Writer, r *Report) {
 	fmt.Fprintln(w)
 	PrintCauses(w, r)
 	PrintAutoscale(w, r)
+	PrintRealNodes(w, r)
+}
+
+// PrintRealNodes writes, for runs on real kubelets, the pods the kubelets
+// rejected and the placeholders they ran. Nothing for emulated nodes.
+func PrintRealNodes(w io.Writer, r *Report) {
+	onReal := false
+	for _, run := range r.Runs {
+		onReal = onReal || run.RealNodes != nil
+	}
+	if !onReal {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCHEDULER\tPODS REJECTED BY THE KUBELETS\tBY REASON\tPLACEHOLDERS\tOF THEM RAN")
+	for _, run := range r.Runs {
+		if n := run.RealNodes; n != nil {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\n", run.Scheduler, n.Rejected(), reasons(n.PodsRejected), n.Placeholders, n.PlaceholdersRan)
+		}
+	}
+	_ = tw.Flush()
 }
 
 // PrintAutoscale writes, for runs with an autoscaler, what the autoscaling
