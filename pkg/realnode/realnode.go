@@ -70,8 +70,9 @@ type Options struct {
 	// Name is the node's name (the kubelet's --hostname-override).
 	Name string
 	// Index (1 to 250) numbers the node among those running on the machine
-	// at once: its pod addresses are 10.244.<Index>.0/24 on bridge
-	// tandem<Index>.
+	// at once: its cgroup root is /tandem-node<Index>, its pod addresses
+	// 10.244.<Index>.0/24 on bridge tandem<Index>. Start claims it for the
+	// node machine-wide (ClaimDir); zero claims the first free one.
 	Index int
 	// Dir holds the node's configuration, logs, containerd's root and state
 	// and the kubelet's root. Keep it short: containerd's sockets live in it
@@ -106,8 +107,11 @@ type Node struct {
 // and waits until the Node is Ready with the allocatable asked for. On error
 // whatever started is stopped.
 func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Node, error) {
-	if opts.Index < 1 || opts.Index > 250 {
-		return nil, fmt.Errorf("node %s: index %d is not in [1, 250]", opts.Name, opts.Index)
+	if opts.Index < 0 || opts.Index > maxIndex {
+		return nil, fmt.Errorf("node %s: index %d is not in [1, %d]", opts.Name, opts.Index, maxIndex)
+	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("node %s: a real node needs root (containerd, runc, cgroups, mounts)", opts.Name)
 	}
 	if opts.Pods == 0 {
 		opts.Pods = 110
@@ -138,32 +142,46 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Nod
 	if err != nil {
 		return nil, fmt.Errorf("containerd is not installed: run make kubelet: %w", err)
 	}
-	// Stop kills every process in the node's cgroups: never share them.
-	if pids := n.cgroupPIDs(); len(pids) > 0 {
-		return nil, fmt.Errorf("node %s: %d processes run in its cgroups (%s): a node of that name runs on this machine already", opts.Name, len(pids), n.cgroupRoot())
-	}
 	if len(n.socket()) > 100 {
 		return nil, fmt.Errorf("node %s: directory %s is too long for containerd's socket", opts.Name, opts.Dir)
 	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	// The index names the node's cgroups and bridge, which Stop removes
+	// with everything in them: claim it machine-wide first.
+	if n.opts.Index, err = claim(opts.Dir, opts.Index); err != nil {
+		return nil, fmt.Errorf("node %s: %w", opts.Name, err)
+	}
+	if pids := n.cgroupPIDs(); len(pids) > 0 {
+		n.release()
+		return nil, fmt.Errorf("node %s: %d processes run in cgroup %s, which no node claims: stop them first", opts.Name, len(pids), n.cgroupRoot())
+	}
+	state, err := json.Marshal(Options{Name: opts.Name, Index: n.opts.Index})
+	if err == nil {
+		err = os.WriteFile(n.path(stateFile), state, 0o644)
+	}
 	for _, d := range []string{n.path("containerd-root"), n.path("containerd-state"), n.path("cni"), n.path("kubelet"), n.path("pod-logs")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
+		if err == nil {
+			err = os.MkdirAll(d, 0o755)
 		}
 	}
-	if err := n.writeContainerdConfig(); err != nil {
-		return nil, err
+	if err == nil {
+		err = n.writeContainerdConfig()
 	}
-	state, err := json.Marshal(Options{Name: opts.Name, Index: opts.Index})
 	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(n.path(stateFile), state, 0o644); err != nil {
+		n.release()
 		return nil, err
 	}
 	if n.containerd, err = controlplane.StartProcess(controlplane.ProcessSpec{
 		Name: "containerd", Path: containerd, Args: []string{"--config", n.path("containerd.toml")},
+		// Every image a node runs is imported (ImageName): a pull of any
+		// other goes to a proxy that is not there and fails at once, so
+		// no pod of a real node reaches a registry.
+		Env: []string{"HTTP_PROXY=" + noProxy, "HTTPS_PROXY=" + noProxy, "NO_PROXY=", "http_proxy=" + noProxy, "https_proxy=" + noProxy, "no_proxy="},
 		Dir: opts.Dir, Detach: opts.Detach,
 	}); err != nil {
+		n.release()
 		return nil, err
 	}
 	if err := n.importImage(ctx, archive); err != nil {
@@ -203,10 +221,18 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Nod
 	}
 	if err := n.waitReady(ctx, client); err != nil {
 		n.Stop()
+		// It may have registered: a Node without a kubelet stays Ready.
+		if delErr := DeleteNode(context.WithoutCancel(ctx), client, opts.Name); delErr != nil {
+			err = errors.Join(err, delErr)
+		}
 		return nil, err
 	}
 	return n, nil
 }
+
+// noProxy is where a real node's containerd sends image pulls: a closed
+// port on loopback (discard).
+const noProxy = "http://127.0.0.1:9"
 
 // Name is the node's name.
 func (n *Node) Name() string { return n.opts.Name }
@@ -229,15 +255,16 @@ func (n *Node) path(elem ...string) string {
 
 func (n *Node) socket() string { return n.path("containerd.sock") }
 
-func (n *Node) cgroupRoot() string { return "/tandem-" + n.opts.Name }
+func (n *Node) cgroupRoot() string { return "/tandem-node" + strconv.Itoa(n.opts.Index) }
 
 func (n *Node) bridge() string { return "tandem" + strconv.Itoa(n.opts.Index) }
 
 // writeContainerdConfig writes the node's containerd configuration and CNI
 // network. Why each setting:
-//   - root, state, sockets, CNI configuration and IPAM data of the node's
-//     own, so that nodes share nothing and one kubelet never cleans up
-//     another's containers;
+//   - root, state, sockets, runc's state, CNI configuration and IPAM data
+//     of the node's own, so that one kubelet never cleans up another's
+//     containers (containerd 1.6 still keeps its shims' sockets in
+//     /run/containerd/s, and libcni its cache in /var/lib/cni);
 //   - restrict_oom_score_adj: a process without CAP_SYS_RESOURCE cannot
 //     lower oom_score_adj, and without it every sandbox fails (runc only
 //     says "can't get final child's PID from pipe: EOF");
@@ -272,10 +299,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        Root = %[8]q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %[6]q
     conf_dir = %[7]q
-`, n.path("containerd-root"), n.path("containerd-state"), n.socket(), n.path("opt"), ImageName, cniBinDir(), n.path("cni"))
+`, n.path("containerd-root"), n.path("containerd-state"), n.socket(), n.path("opt"), ImageName, cniBinDir(), n.path("cni"), n.path("runc"))
 	if err := os.WriteFile(n.path("containerd.toml"), []byte(config), 0o644); err != nil {
 		return err
 	}
@@ -366,7 +394,10 @@ func (n *Node) makeCgroups() error {
 //     the kubepods cgroups;
 //   - systemReserved: what the machine has beyond the node's allocatable;
 //   - ports, podLogsDir, root directory per node; the server on loopback,
-//     anonymous and AlwaysAllow (only this machine can reach it);
+//     and only for callers the apiserver authenticates and authorizes (no
+//     anonymous exec into a node's containers by a local user; the
+//     apiserver has no client certificate for it either, so kubectl logs
+//     and exec do not reach these nodes);
 //   - eviction and image garbage collection thresholds that a full disk of
 //     a shared machine does not cross: the node must not evict the pods or
 //     delete the one image a test runs;
@@ -417,10 +448,10 @@ failCgroupV1: false
 failSwapOn: false
 podLogsDir: %s
 authentication:
-  anonymous: {enabled: true}
-  webhook: {enabled: false}
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
 authorization:
-  mode: AlwaysAllow
+  mode: Webhook
 systemReserved: {cpu: %dm, memory: "%d"}
 evictionHard: {memory.available: %q, nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
 imageGCHighThresholdPercent: 100
@@ -468,8 +499,13 @@ func onlineCPUs() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return countCPUs(string(data))
+}
+
+// countCPUs counts the cpus of a kernel cpu list ("0-1,3").
+func countCPUs(data string) (int, error) {
 	count := 0
-	for _, r := range strings.Split(strings.TrimSpace(string(data)), ",") {
+	for _, r := range strings.Split(strings.TrimSpace(data), ",") {
 		lo, hi, found := strings.Cut(r, "-")
 		a, err := strconv.Atoi(lo)
 		if err != nil {
@@ -477,8 +513,8 @@ func onlineCPUs() (int, error) {
 		}
 		b := a
 		if found {
-			if b, err = strconv.Atoi(hi); err != nil {
-				return 0, fmt.Errorf("parsing online cpus %q: %w", data, err)
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 0, fmt.Errorf("parsing online cpus %q: range %q", data, r)
 			}
 		}
 		count += b - a + 1
@@ -580,6 +616,7 @@ func (n *Node) clean(stopContainerd func()) {
 	unmountUnder(n.opts.Dir)
 	n.removeCgroups()
 	_ = exec.Command("ip", "link", "delete", n.bridge()).Run()
+	n.release()
 }
 
 // stateFile records a node's name and index in its directory, for StopDir.
@@ -605,8 +642,12 @@ func StopDir(dir string) error {
 	if err := json.Unmarshal(data, &opts); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
 	}
-	opts.Dir = dir
-	n := &Node{opts: opts}
+	return stopIn(dir, opts.Index)
+}
+
+// stopIn stops the node with index in dir from its PID files, as Stop does.
+func stopIn(dir string, index int) error {
+	n := &Node{opts: Options{Dir: dir, Index: index}}
 	var errs []error
 	if err := controlplane.StopPIDFile(n.path("kubelet.pid"), 10*time.Second); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
@@ -695,6 +736,9 @@ func (n *Node) removeCgroups() {
 // unmountUnder unmounts every mount point under dir, deepest first
 // (volumes, the sandboxes' shm, overlay root filesystems).
 func unmountUnder(dir string) {
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
+	}
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return
@@ -709,6 +753,95 @@ func unmountUnder(dir string) {
 	slices.Sort(points)
 	for _, p := range slices.Backward(points) {
 		_ = syscall.Unmount(p, syscall.MNT_DETACH)
+	}
+}
+
+// maxIndex is the largest node index.
+const maxIndex = 250
+
+// ClaimDir holds the machine's claims of node indexes: a file per index
+// naming the directory of the node that holds it.
+const ClaimDir = "/run/tandem-realnode"
+
+// claimGrace is how long a claim whose node runs no kubelet nor containerd
+// is taken for a node still starting rather than one left behind.
+const claimGrace = 2 * time.Minute
+
+// claim claims index (zero: the first free one) for the node in dir. An
+// index claimed by a node whose processes are gone (its run was killed) is
+// cleaned up (stopIn) and taken over.
+func claim(dir string, index int) (int, error) {
+	if err := os.MkdirAll(ClaimDir, 0o755); err != nil {
+		return 0, err
+	}
+	try := []int{index}
+	if index == 0 {
+		try = try[:0]
+		for i := 1; i <= maxIndex; i++ {
+			try = append(try, i)
+		}
+	}
+	for _, i := range try {
+		ok, err := claimIndex(dir, i)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return i, nil
+		}
+	}
+	if index != 0 {
+		return 0, fmt.Errorf("index %d is claimed by a running node (%s)", index, filepath.Join(ClaimDir, strconv.Itoa(index)))
+	}
+	return 0, fmt.Errorf("all %d node indexes are claimed by running nodes (%s)", maxIndex, ClaimDir)
+}
+
+// claimIndex claims index i for the node in dir, if it is free or its
+// holder is gone.
+func claimIndex(dir string, i int) (bool, error) {
+	path := filepath.Join(ClaimDir, strconv.Itoa(i))
+	for range 3 {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, err = f.WriteString(dir)
+			return err == nil, errors.Join(err, f.Close())
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return false, err
+		}
+		info, statErr := os.Stat(path)
+		owner, readErr := os.ReadFile(path)
+		if statErr != nil || readErr != nil {
+			continue // released meanwhile
+		}
+		if string(owner) == dir {
+			return true, nil
+		}
+		if running(string(owner)) || time.Since(info.ModTime()) < claimGrace {
+			return false, nil
+		}
+		// Left behind by a killed run: its containers, shims, mounts,
+		// cgroups and bridge go, then the claim.
+		if err := stopIn(string(owner), i); err != nil {
+			return false, fmt.Errorf("cleaning up node index %d left by %s: %w", i, owner, err)
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// running reports whether the node in dir runs a kubelet or a containerd.
+func running(dir string) bool {
+	return controlplane.PIDFileAlive(filepath.Join(dir, "kubelet.pid")) || controlplane.PIDFileAlive(filepath.Join(dir, "containerd.pid"))
+}
+
+// release gives the node's index up, if the node holds it.
+func (n *Node) release() {
+	path := filepath.Join(ClaimDir, strconv.Itoa(n.opts.Index))
+	if owner, err := os.ReadFile(path); err == nil && string(owner) == n.opts.Dir {
+		_ = os.Remove(path)
 	}
 }
 

@@ -105,10 +105,12 @@ func NewHarness(ctx context.Context, cfg *rest.Config, sc *scenario.Scenario, k 
 	}
 	ctx, h.stop = context.WithCancel(ctx)
 	if opts.RealNodes {
-		if err := checkRealNodes(sc); err != nil {
-			return nil, err
+		err := checkRealNodes(sc)
+		if err == nil {
+			h.env.real, err = newRealNodes(client, opts.Kubeconfig)
 		}
-		if h.env.real, err = newRealNodes(client, opts.Kubeconfig); err != nil {
+		if err != nil {
+			h.stop()
 			return nil, err
 		}
 	}
@@ -363,6 +365,9 @@ func (h *Harness) Nodes() []string { return h.env.names() }
 // object is deleted; the pod garbage collector deletes its pods later. It
 // returns the new node's name and the runner pods that were lost.
 func (h *Harness) ReplaceNode(ctx context.Context, node string) (string, []string, error) {
+	if h.env.real != nil {
+		return "", nil, fmt.Errorf("replacing node %s: real nodes are not replaced", node)
+	}
 	lost, err := h.Emulator.NodeLost(ctx, node)
 	if err != nil {
 		return "", nil, err

@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
@@ -31,7 +33,6 @@ type realNodes struct {
 
 	mu    sync.Mutex
 	nodes map[string]*realnode.Node
-	index int
 	// rejected holds the reason of each pod the kubelets failed with one;
 	// placeholders the run's placeholders, true once their container ran
 	// (observe).
@@ -75,13 +76,9 @@ func (r *realNodes) localRoot() string { return filepath.Join(r.dir, "volumes") 
 
 // start starts node name of pool and returns its allocatable.
 func (r *realNodes) start(ctx context.Context, name string, pool *scenario.NodePool) (v1.ResourceList, error) {
-	r.mu.Lock()
-	r.index++
-	index := r.index
-	r.mu.Unlock()
 	pods := int(pool.Capacity.Pods().Value())
 	node, err := realnode.Start(ctx, r.client, realnode.Options{
-		Name: name, Index: index, Dir: filepath.Join(r.dir, fmt.Sprintf("n%d", index)), Kubeconfig: r.kubeconfig,
+		Name: name, Dir: filepath.Join(r.dir, name), Kubeconfig: r.kubeconfig,
 		CPU: pool.Capacity[v1.ResourceCPU], Memory: pool.Capacity[v1.ResourceMemory], Pods: pods,
 		Labels: pool.Labels, Taints: pool.Taints,
 	})
@@ -132,7 +129,9 @@ func (r *realNodes) summary() *report.RealNodes {
 	return s
 }
 
-// Exit ends pod's containers on its node (arc.Exiter).
+// Exit ends pod's containers on its node (arc.Exiter), trying for up to
+// 10 s: the emulator waits for a runner it ended to terminate, and ctr may
+// fail where the emulated kubelet never does.
 func (r *realNodes) Exit(ctx context.Context, pod *v1.Pod, exitCode int32) error {
 	r.mu.Lock()
 	node := r.nodes[pod.Spec.NodeName]
@@ -140,7 +139,15 @@ func (r *realNodes) Exit(ctx context.Context, pod *v1.Pod, exitCode int32) error
 	if node == nil {
 		return fmt.Errorf("pod %s/%s is not on a real node (node %q)", pod.Namespace, pod.Name, pod.Spec.NodeName)
 	}
-	return node.Exit(ctx, pod, exitCode)
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		last = node.Exit(ctx, pod, exitCode)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %v)", err, last)
+	}
+	return nil
 }
 
 // stop stops every node and removes the directory.

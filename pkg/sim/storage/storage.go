@@ -266,7 +266,12 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	path := "/var/lib/sim-local/" + string(claim.UID)
 	if c.LocalRoot != "" {
 		path = filepath.Join(c.LocalRoot, string(claim.UID))
-		if err := os.MkdirAll(path, 0o777); err != nil {
+		// Writable by the pods' users, whatever the umask.
+		err := os.MkdirAll(path, 0o777)
+		if err == nil {
+			err = os.Chmod(path, 0o777) //nolint:gosec // a scratch volume of the run, as an emptyDir is
+		}
+		if err != nil {
 			return fmt.Errorf("making the local volume's directory: %w", err)
 		}
 	}
