@@ -1,6 +1,7 @@
 # tandem: a kube-scheduler with the WorkflowReservation plugin for ARC
 # kubernetes mode. Every target builds what it needs; nothing is downloaded
-# but Go modules.
+# but Go modules, and for real nodes (make kubelet, make test) Debian's
+# containerd, runc and CNI plugins, installed with apt-get as root.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -o errexit -o nounset -o pipefail -c
@@ -131,13 +132,13 @@ COMPAT_VERSIONS ?= v1.36.3 v1.37.2
 
 ## test-compat: integration tests once per newer kube-apiserver (COMPAT_VERSIONS, built by hack/build-compat.sh), a summary line each; not in make test
 .PHONY: test-compat
-test-compat: control-plane build
+test-compat: control-plane build kubelet
 	hack/build-compat.sh $(COMPAT_VERSIONS)
 	TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test-compat.sh $(COMPAT_VERSIONS)
 
 ## build-versions: tandem-scheduler, tandem-webhook and kube-apiserver built against each supported Kubernetes minor (hack/lib/version.sh) into bin/vX.Y/, from this one tree (hack/compat/vX.Y modules); cold: a few minutes per minor
 .PHONY: build-versions
-build-versions: control-plane
+build-versions: control-plane kubelet
 	hack/build-versions.sh
 
 ## test-versions: per minor, the plugin's unit tests and the integration tests against its own kube-apiserver and tandem-scheduler (bin/vX.Y), then a short chaos run with the newest; a summary line per minor; not in make test

@@ -45,10 +45,10 @@ for version in "${versions[@]}"; do
     -ldflags "$(tandem::version::ldflags "${version}")" k8s.io/kubernetes/cmd/kube-apiserver)
   echo "built bin/compat/${version}/kube-apiserver in $((SECONDS - start))s"
 
-  for name in etcd tandem-scheduler; do
+  for name in etcd tandem-scheduler kubelet tandem-pause-image.tar; do
     ln -sfn "../../${name}" "${out}/${name}"
     if [[ ! -e "${out}/${name}" ]]; then
-      echo "note: bin/${name} is missing (run make control-plane build): bin/compat/${version}/${name} dangles" >&2
+      echo "note: bin/${name} is missing (run make control-plane build kubelet): bin/compat/${version}/${name} dangles" >&2
     fi
   done
 done

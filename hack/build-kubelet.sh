@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything a real node on this machine needs (pkg/realnode):
-#   containerd, runc, ctr and the CNI plugins   Debian's packages, installed
-#                                               with apt-get when missing
+#   containerd, runc, ctr, the CNI plugins,     Debian's packages, installed
+#   iptables (the kubelet's canary chains), ip  with apt-get when missing (root)
 #   bin/kubelet                                 k8s.io/kubernetes/cmd/kubelet at
 #                                               go.mod's version, built from the
 #                                               module hack/kubelet (its own, so
@@ -20,8 +20,10 @@ cd "${ROOT}"
 source hack/lib/version.sh
 mkdir -p bin
 
+# runc, iptables and ip live in /usr/sbin, which a user's PATH may lack.
+export PATH="${PATH}:/usr/sbin:/sbin"
 missing=()
-for cmd in containerd runc ctr iptables; do
+for cmd in containerd runc ctr iptables ip; do
   command -v "${cmd}" >/dev/null || missing+=("${cmd}")
 done
 if [[ ! -x /usr/lib/cni/bridge && ! -x /opt/cni/bin/bridge ]]; then
@@ -34,18 +36,20 @@ if (( ${#missing[@]} > 0 )); then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends containerd runc containernetworking-plugins iptables ||
-    { apt-get update && apt-get install -y --no-install-recommends containerd runc containernetworking-plugins iptables; }
+  packages=(containerd runc containernetworking-plugins iptables iproute2)
+  apt=(apt-get -o DPkg::Lock::Timeout=300)
+  "${apt[@]}" install -y --no-install-recommends "${packages[@]}" ||
+    { "${apt[@]}" update && "${apt[@]}" install -y --no-install-recommends "${packages[@]}"; }
 fi
 
-version="$(cd hack/kubelet && go list -m -f '{{.Version}}' k8s.io/kubernetes)"
-if [[ "${version}" != "${TANDEM_KUBE_VERSION}" ]]; then
-  echo "hack/build-kubelet.sh: hack/kubelet/go.mod has k8s.io/kubernetes ${version}, go.mod ${TANDEM_KUBE_VERSION}: update hack/kubelet/go.mod" >&2
+version="$(cd hack/kubelet && GOWORK=off go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+if [[ "${version}" != "${TANDEM_GOMOD_KUBE_VERSION}" ]]; then
+  echo "hack/build-kubelet.sh: hack/kubelet/go.mod has k8s.io/kubernetes ${version}, go.mod ${TANDEM_GOMOD_KUBE_VERSION}: update hack/kubelet/go.mod" >&2
   exit 1
 fi
 start=${SECONDS}
 echo "building bin/kubelet from k8s.io/kubernetes/cmd/kubelet ${version}"
-(cd hack/kubelet && go build -o ../../bin/kubelet -ldflags "${TANDEM_LDFLAGS}" k8s.io/kubernetes/cmd/kubelet)
+(cd hack/kubelet && GOWORK=off go build -o ../../bin/kubelet -ldflags "$(tandem::version::ldflags "${version}")" k8s.io/kubernetes/cmd/kubelet)
 echo "built bin/kubelet in $((SECONDS - start))s"
 
 scratch="$(mktemp -d)"

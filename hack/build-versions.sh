@@ -48,7 +48,10 @@ for version in "${versions[@]}"; do
     github.com/tandem-scheduler/tandem/cmd/tandem-scheduler \
     github.com/tandem-scheduler/tandem/cmd/tandem-webhook \
     k8s.io/kubernetes/cmd/kube-apiserver)
-  ln -sfn ../etcd "${out}/etcd"
+  # Real nodes run go.mod's kubelet against every minor's apiserver.
+  for name in etcd kubelet tandem-pause-image.tar; do
+    ln -sfn "../${name}" "${out}/${name}"
+  done
 
   got="$("${out}/tandem-scheduler" --version)"
   if [[ "${got}" != "Kubernetes ${version}" ]]; then
