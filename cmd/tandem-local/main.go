@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
 	"github.com/tandem-scheduler/tandem/pkg/realnode"
@@ -135,6 +136,9 @@ func up(args []string) error {
 		return err
 	}
 	if err := startRealNodes(ctx, cp, absDir, resolvedBinDir, *realNodes, *realCPU, *realMemory); err != nil {
+		if downErr := down([]string{"--dir", absDir}); downErr != nil {
+			err = errors.Join(err, downErr)
+		}
 		return err
 	}
 	fmt.Printf("export KUBECONFIG=%s\n", cp.KubeconfigPath())
@@ -188,12 +192,11 @@ func startRealNodes(ctx context.Context, cp *controlplane.ControlPlane, dir, bin
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("kl-%d", i)
 		node, err := realnode.Start(ctx, client, realnode.Options{
-			// Indexes from 101: the simulator's real nodes count from 1.
-			Name: name, Index: 100 + i, Dir: filepath.Join(dir, "nodes", name), Kubeconfig: cp.KubeconfigPath(), BinDir: binDir,
+			Name: name, Dir: filepath.Join(dir, "nodes", name), Kubeconfig: cp.KubeconfigPath(), BinDir: binDir,
 			CPU: cpuQ, Memory: memoryQ, Detach: true,
 		})
 		if err != nil {
-			return fmt.Errorf("starting real node %s (stop what started with tandem-local down): %w", name, err)
+			return fmt.Errorf("starting real node %s: %w", name, err)
 		}
 		fmt.Fprintf(os.Stderr, "%-16s real node (kubelet + containerd), allocatable cpu %s, memory %s; logs in %s; its image: %s\n", name, cpu, memory, node.Dir(), realnode.ImageName)
 	}
@@ -206,11 +209,27 @@ func down(args []string) error {
 	grace := fs.Duration("grace", controlplane.DefaultStopGracePeriod, "how long to wait after SIGTERM before SIGKILL")
 	_ = fs.Parse(args)
 	started := time.Now()
-	// Real nodes first: a kubelet without its apiserver only retries.
+	// Real nodes first: a kubelet without its apiserver only retries. Their
+	// Node objects go too (etcd's data stays): nothing would mark them
+	// NotReady, and a later local-up would schedule onto them.
 	nodeDirs, _ := filepath.Glob(filepath.Join(*dir, "nodes", "*"))
 	var nodeErrs []error
+	var client kubernetes.Interface
+	if cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(*dir, "kubeconfig")); err == nil && len(nodeDirs) > 0 {
+		client, _ = kubernetes.NewForConfig(cfg)
+	}
 	for _, d := range nodeDirs {
 		if err := realnode.StopDir(d); err != nil {
+			nodeErrs = append(nodeErrs, err)
+		}
+		if client != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := realnode.DeleteNode(ctx, client, filepath.Base(d)); err != nil {
+				nodeErrs = append(nodeErrs, fmt.Errorf("deleting node %s: %w", filepath.Base(d), err))
+			}
+			cancel()
+		}
+		if err := os.RemoveAll(d); err != nil {
 			nodeErrs = append(nodeErrs, err)
 		}
 		fmt.Fprintf(os.Stderr, "stopped real node %s\n", filepath.Base(d))

@@ -3,6 +3,7 @@ package integration
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tandem-scheduler/tandem/pkg/sim"
 	"github.com/tandem-scheduler/tandem/pkg/sim/report"
@@ -18,7 +19,9 @@ func runOnRealNodes(t *testing.T, file string, schedulers ...sim.Scheduler) map[
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := sim.Compare(t.Context(), restConfig, sc, schedulers, sim.Options{RealNodes: true, Kubeconfig: controlPlane.KubeconfigPath()})
+	// A run takes about 30 s; one whose jobs never end fails after 5
+	// minutes, not at the package's timeout.
+	rep, err := sim.Compare(t.Context(), restConfig, sc, schedulers, sim.Options{RealNodes: true, Kubeconfig: controlPlane.KubeconfigPath(), Timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatalf("simulator on real nodes: %v", err)
 	}
@@ -39,9 +42,10 @@ func runOnRealNodes(t *testing.T, file string, schedulers ...sim.Scheduler) map[
 // each, the second job once the first runs. The default kube-scheduler
 // puts runner 2 next to pair 1 and the real kubelet rejects its workflow
 // pod OutOfcpu; with tandem, in both reservation modes, no job fails and the
-// kubelets reject nothing; in Pods mode the kubelets ran each runner's
-// placeholder as a container, and the hand-over (placeholder deleted with
-// grace 0, then the workflow pod admitted) went through the kubelet.
+// kubelets reject nothing; in Pods mode every runner had a placeholder on
+// its kubelet, which ran it as a container. (Runner, placeholder and
+// workflow pod fill a node exactly here, so this test does not show the
+// hand-over; the burst does.)
 func TestSeedOnRealKubelets(t *testing.T) {
 	runs := runOnRealNodes(t, "../scenarios/kubelet-seed.yaml", sim.Schedulers(sim.Default, sim.Tandem, sim.TandemPods)...)
 	baseline := runs[sim.Default]
@@ -73,7 +77,9 @@ func TestSeedOnRealKubelets(t *testing.T) {
 // workflow pods are pinned by nodeName (hooks v0.7.0), so tandem-webhook
 // deletes the placeholder before the pod is stored; half go through tandem
 // (kube-scheduler mode), which deletes it with grace 0 at Permit, before
-// the Binding. No job fails and the kubelets reject nothing.
+// the Binding. No job fails and the kubelets reject nothing: with the
+// nodes full, a workflow pod admitted while its placeholder still counted
+// on the kubelet would have been rejected OutOfcpu, by either way.
 func TestPodsModeBurstOnRealKubelets(t *testing.T) {
 	run := runOnRealNodes(t, "../scenarios/kubelet-burst.yaml", sim.Schedulers(sim.TandemPods)...)[sim.TandemPods]
 	if run.Jobs.Failed != 0 {
