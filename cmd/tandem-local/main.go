@@ -220,7 +220,9 @@ func down(args []string) error {
 	}
 	for _, d := range nodeDirs {
 		if err := realnode.StopDir(d); err != nil {
+			// Its files are what a retry needs, and it may still mount.
 			nodeErrs = append(nodeErrs, err)
+			continue
 		}
 		if client != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,6 +102,8 @@ type Node struct {
 	opts                Options
 	containerd, kubelet *controlplane.Process
 	ctr                 string
+	// claimed is set while the node holds its index's claim (release).
+	claimed bool
 }
 
 // Start starts the node's containerd, imports ImageName, starts its kubelet
@@ -153,6 +156,7 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Nod
 	if n.opts.Index, err = claim(opts.Dir, opts.Index); err != nil {
 		return nil, fmt.Errorf("node %s: %w", opts.Name, err)
 	}
+	n.claimed = true
 	if pids := n.cgroupPIDs(); len(pids) > 0 {
 		n.release()
 		return nil, fmt.Errorf("node %s: %d processes run in cgroup %s, which no node claims: stop them first", opts.Name, len(pids), n.cgroupRoot())
@@ -222,9 +226,11 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Nod
 	if err := n.waitReady(ctx, client); err != nil {
 		n.Stop()
 		// It may have registered: a Node without a kubelet stays Ready.
-		if delErr := DeleteNode(context.WithoutCancel(ctx), client, opts.Name); delErr != nil {
+		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if delErr := DeleteNode(delCtx, client, opts.Name); delErr != nil {
 			err = errors.Join(err, delErr)
 		}
+		cancel()
 		return nil, err
 	}
 	return n, nil
@@ -642,12 +648,13 @@ func StopDir(dir string) error {
 	if err := json.Unmarshal(data, &opts); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
 	}
-	return stopIn(dir, opts.Index)
+	return stopIn(dir, opts.Index, true)
 }
 
-// stopIn stops the node with index in dir from its PID files, as Stop does.
-func stopIn(dir string, index int) error {
-	n := &Node{opts: Options{Dir: dir, Index: index}}
+// stopIn stops the node with index in dir from its PID files, as Stop does,
+// and gives up its claim if release.
+func stopIn(dir string, index int, release bool) error {
+	n := &Node{opts: Options{Dir: dir, Index: index}, claimed: release}
 	var errs []error
 	if err := controlplane.StopPIDFile(n.path("kubelet.pid"), 10*time.Second); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
@@ -769,67 +776,84 @@ const claimGrace = 2 * time.Minute
 
 // claim claims index (zero: the first free one) for the node in dir. An
 // index claimed by a node whose processes are gone (its run was killed) is
-// cleaned up (stopIn) and taken over.
+// cleaned up (stopIn) and taken over. Claims are made under an exclusive
+// lock on ClaimDir, so two processes never take over the same index.
 func claim(dir string, index int) (int, error) {
 	if err := os.MkdirAll(ClaimDir, 0o755); err != nil {
 		return 0, err
 	}
-	try := []int{index}
-	if index == 0 {
-		try = try[:0]
-		for i := 1; i <= maxIndex; i++ {
-			try = append(try, i)
-		}
+	lock, err := os.OpenFile(filepath.Join(ClaimDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return 0, err
 	}
-	for _, i := range try {
-		ok, err := claimIndex(dir, i)
-		if err != nil {
-			return 0, err
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return 0, fmt.Errorf("locking %s: %w", ClaimDir, err)
+	}
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
+	if index != 0 {
+		ok, err := claimIndex(dir, index)
+		if err == nil && !ok {
+			err = fmt.Errorf("index %d is claimed by a running node (%s)", index, filepath.Join(ClaimDir, strconv.Itoa(index)))
 		}
+		return index, err
+	}
+	var errs []error
+	for i := 1; i <= maxIndex; i++ {
+		ok, err := claimIndex(dir, i)
 		if ok {
 			return i, nil
 		}
+		if err != nil {
+			// One index that cannot be cleaned up must not block the rest.
+			errs = append(errs, err)
+		}
 	}
-	if index != 0 {
-		return 0, fmt.Errorf("index %d is claimed by a running node (%s)", index, filepath.Join(ClaimDir, strconv.Itoa(index)))
-	}
-	return 0, fmt.Errorf("all %d node indexes are claimed by running nodes (%s)", maxIndex, ClaimDir)
+	return 0, fmt.Errorf("all %d node indexes are claimed by running nodes (%s): %w", maxIndex, ClaimDir, errors.Join(errs...))
 }
 
 // claimIndex claims index i for the node in dir, if it is free or its
-// holder is gone.
+// holder is gone; the caller holds ClaimDir's lock.
 func claimIndex(dir string, i int) (bool, error) {
 	path := filepath.Join(ClaimDir, strconv.Itoa(i))
-	for range 3 {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-		if err == nil {
-			_, err = f.WriteString(dir)
-			return err == nil, errors.Join(err, f.Close())
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return false, err
-		}
-		info, statErr := os.Stat(path)
-		owner, readErr := os.ReadFile(path)
+	if f, err := os.Open(path); err == nil {
+		info, statErr := f.Stat()
+		owner, readErr := io.ReadAll(f)
+		_ = f.Close()
 		if statErr != nil || readErr != nil {
-			continue // released meanwhile
+			return false, errors.Join(statErr, readErr)
 		}
-		if string(owner) == dir {
-			return true, nil
-		}
-		if running(string(owner)) || time.Since(info.ModTime()) < claimGrace {
+		switch {
+		case running(string(owner)):
+			if string(owner) == dir {
+				return false, fmt.Errorf("a node runs in %s already", dir)
+			}
 			return false, nil
+		case string(owner) != dir && time.Since(info.ModTime()) < claimGrace:
+			return false, nil // still starting
 		}
-		// Left behind by a killed run: its containers, shims, mounts,
-		// cgroups and bridge go, then the claim.
-		if err := stopIn(string(owner), i); err != nil {
+		// Left behind by a killed run (or by this directory's last
+		// node): its containers, shims, mounts, cgroups and bridge go,
+		// then the claim.
+		if err := stopIn(string(owner), i, false); err != nil {
 			return false, fmt.Errorf("cleaning up node index %d left by %s: %w", i, owner, err)
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return false, err
 		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, err
 	}
-	return false, nil
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return false, err
+	}
+	_, err = f.WriteString(dir)
+	if err = errors.Join(err, f.Close()); err != nil {
+		_ = os.Remove(path)
+		return false, err
+	}
+	return true, nil
 }
 
 // running reports whether the node in dir runs a kubelet or a containerd.
@@ -837,8 +861,13 @@ func running(dir string) bool {
 	return controlplane.PIDFileAlive(filepath.Join(dir, "kubelet.pid")) || controlplane.PIDFileAlive(filepath.Join(dir, "containerd.pid"))
 }
 
-// release gives the node's index up, if the node holds it.
+// release gives the node's index up, if the node claimed it and still
+// holds it.
 func (n *Node) release() {
+	if !n.claimed {
+		return
+	}
+	n.claimed = false
 	path := filepath.Join(ClaimDir, strconv.Itoa(n.opts.Index))
 	if owner, err := os.ReadFile(path); err == nil && string(owner) == n.opts.Dir {
 		_ = os.Remove(path)
