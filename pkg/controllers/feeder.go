@@ -116,6 +116,9 @@ type Feeder struct {
 	// placeholders of bound runners (both nil without informers).
 	pairPods     *PairPods
 	placeholders *Placeholders
+	// gauges are the reservation gauges' series, looked up once
+	// (RecordMetrics runs in every runner's Reserve).
+	gauges atomic.Pointer[reservationGauges]
 
 	// mu guards what follows: the profiles join while the first one's
 	// handlers run.

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	basemetrics "k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
@@ -54,19 +55,50 @@ func (f *Feeder) RecordMetrics() {
 	if !f.leader.IsLeader() {
 		return
 	}
-	// The reservations of every profile are one set: the gauges carry the
-	// first profile's name only, so that they do not add up twice.
-	profile := f.firstProfile().Name
+	g := f.reservationGauges()
 	byPhase, held := f.store.Counts()
-	for phase, n := range byPhase {
-		metrics.Reservations.WithLabelValues(profile, phase).Set(float64(n))
-	}
-	metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourceCPU)).Set(float64(held.MilliCPU) / 1000)
-	metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourceMemory)).Set(float64(held.Memory))
-	metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourcePods)).Set(float64(held.Pods))
+	g.held.Set(float64(byPhase[reservations.PhaseHeld]))
+	g.claimed.Set(float64(byPhase[reservations.PhaseClaimed]))
+	g.finished.Set(float64(byPhase[reservations.PhaseFinished]))
+	g.cpu.Set(float64(held.MilliCPU) / 1000)
+	g.memory.Set(float64(held.Memory))
+	g.pods.Set(float64(held.Pods))
 	for name, v := range held.Scalar {
-		metrics.ReservedResources.WithLabelValues(profile, string(name)).Set(float64(v))
+		metrics.ReservedResources.WithLabelValues(g.profile, string(name)).Set(float64(v))
 	}
+}
+
+// reservationGauges are the series RecordMetrics sets on every call.
+type reservationGauges struct {
+	profile                 string
+	held, claimed, finished basemetrics.GaugeMetric
+	cpu, memory, pods       basemetrics.GaugeMetric
+}
+
+// reservationGauges returns the series of the reservation gauges, looked
+// up on the first call once they are registered (before, a lookup returns
+// a series that records nothing). The reservations of every profile are one set: the
+// gauges carry the first profile's name only, so that they do not add up
+// twice.
+func (f *Feeder) reservationGauges() *reservationGauges {
+	if g := f.gauges.Load(); g != nil {
+		return g
+	}
+	profile := f.firstProfile().Name
+	g := &reservationGauges{
+		profile:  profile,
+		held:     metrics.Reservations.WithLabelValues(profile, reservations.PhaseHeld),
+		claimed:  metrics.Reservations.WithLabelValues(profile, reservations.PhaseClaimed),
+		finished: metrics.Reservations.WithLabelValues(profile, reservations.PhaseFinished),
+		cpu:      metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourceCPU)),
+		memory:   metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourceMemory)),
+		pods:     metrics.ReservedResources.WithLabelValues(profile, string(v1.ResourcePods)),
+	}
+	if !metrics.Reservations.IsCreated() || !metrics.ReservedResources.IsCreated() {
+		return g
+	}
+	f.gauges.CompareAndSwap(nil, g)
+	return f.gauges.Load()
 }
 
 // ObserveClaim records how long r waited for its workflow pod, claimed in

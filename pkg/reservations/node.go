@@ -14,11 +14,18 @@ import (
 // in parallel: an index of the scheduler's nodes (Store.Nodes) keeps a
 // pointer to each node's NodeReservations, and reads it without the
 // store's lock and without looking the node up by name. So what those
-// reads need is atomic: the number of reservations, a version that every
-// change bumps, the cached value, and whether the store still keeps this
-// entry for the node (Gone). The list itself is read under the store's
-// lock (Store.WithNode).
+// reads need is a HeldCache, which the index keeps beside its own entry of
+// the node (Store.Nodes), so that a node costs Filter one cache line. The
+// list itself is read under the store's lock (Store.WithNode).
 type NodeReservations struct {
+	// held is what the list held against a pod without a reservation of
+	// its own, for one generation of the node's pods: the index's, or own.
+	held *HeldCache
+	own  HeldCache
+	// gone is set when the store dropped the entry: its node was deleted,
+	// or the entry went out of every index with its last reservation.
+	gone atomic.Bool
+
 	name string
 	list []*Reservation
 	// facts are what the hold rule reads of each reservation of list, in
@@ -27,27 +34,90 @@ type NodeReservations struct {
 	// indexed is set while an index of the scheduler's nodes holds the
 	// entry (Store.Nodes): it is kept when its last reservation goes.
 	indexed bool
-
-	// count is len(list).
-	count atomic.Int32
-	// version counts the changes to list: what was computed for the node
-	// stays right while it and the node's pods do not change.
+	// version counts the changes to list.
 	version atomic.Uint64
-	// gone is set when the store dropped the entry: its node was deleted,
-	// or the entry went out of every index with its last reservation.
-	gone atomic.Bool
-	// held is what the list held against a pod without a reservation of
-	// its own, for one version and one generation of the node's pods.
-	held atomic.Pointer[heldEntry]
 	// scan is what the plugin last read from the node's pods (opaque
 	// here), kept with the reservations so that it goes when they do.
 	scan atomic.Pointer[any]
 }
 
-type heldEntry struct {
-	version    uint64
-	generation int64
-	held       Held
+// HeldCache is a node's held room as last computed, small enough to share
+// a cache line with the index's entry of the node: a reader that followed
+// a pointer to a cached value on every node of every cycle paid a cache
+// miss for it. It is a sequence lock: a writer makes seq odd, writes, and
+// makes it even again; a reader that sees seq odd, or changed by the time
+// it has read the fields, has read nothing it may use. Writers are Cache,
+// under the store's read lock (two may race: one gives up), and the
+// store's changes, under its write lock, which also forget the value of an
+// entry the store drops (a reader of the index then finds nothing cached).
+type HeldCache struct {
+	seq atomic.Uint64
+	// generation is the generation of the node's pods the value is for;
+	// anyGeneration for a node without reservations (nothing held,
+	// whatever its pods), noGeneration if nothing is cached.
+	generation atomic.Int64
+	milliCPU   atomic.Int64
+	memory     atomic.Int64
+	pods       atomic.Int64
+	// rest holds the value's ephemeral storage, scalar resources and
+	// ports, nil if it has none: rare, and not worth room of their own.
+	rest atomic.Pointer[Held]
+}
+
+const (
+	noGeneration  int64 = -1
+	anyGeneration int64 = -2
+)
+
+// Read returns the cached value for generation (a NodeInfo's), false if
+// there is none or a writer got in the way. It takes no lock and allocates
+// nothing.
+func (c *HeldCache) Read(generation int64) (Held, bool) {
+	seq := c.seq.Load()
+	if seq&1 != 0 {
+		return Held{}, false
+	}
+	if g := c.generation.Load(); g != generation && g != anyGeneration {
+		return Held{}, false
+	}
+	h := Held{Amount: Amount{MilliCPU: c.milliCPU.Load(), Memory: c.memory.Load(), Pods: c.pods.Load()}}
+	if rest := c.rest.Load(); rest != nil {
+		h.Amount.EphemeralStorage, h.Amount.Scalar, h.Ports = rest.Amount.EphemeralStorage, rest.Amount.Scalar, rest.Ports
+	}
+	if c.seq.Load() != seq {
+		return Held{}, false
+	}
+	return h, true
+}
+
+// write caches held for generation, unless another writer is writing
+// (only Cache's callers race, under the store's read lock; the write lock
+// excludes them, so that the store's own writes always happen).
+func (c *HeldCache) write(generation int64, held Held) {
+	seq := c.seq.Load()
+	if seq&1 != 0 || !c.seq.CompareAndSwap(seq, seq+1) {
+		return
+	}
+	c.generation.Store(generation)
+	c.milliCPU.Store(held.Amount.MilliCPU)
+	c.memory.Store(held.Amount.Memory)
+	c.pods.Store(held.Amount.Pods)
+	var rest *Held
+	if held.Amount.EphemeralStorage != 0 || len(held.Amount.Scalar) > 0 || len(held.Ports) > 0 {
+		rest = &Held{Amount: Amount{EphemeralStorage: held.Amount.EphemeralStorage, Scalar: held.Amount.Scalar}, Ports: held.Ports}
+	}
+	c.rest.Store(rest)
+	c.seq.Store(seq + 2)
+}
+
+// copyFrom takes over old's cached value; under the store's write lock.
+func (c *HeldCache) copyFrom(old *HeldCache) {
+	g := old.generation.Load()
+	h, ok := old.Read(g)
+	if !ok {
+		g, h = noGeneration, Held{}
+	}
+	c.write(g, h)
 }
 
 // Name is the node's name.
@@ -107,13 +177,7 @@ func (n *NodeReservations) Cached(generation int64) (Held, bool) {
 	if n.gone.Load() {
 		return Held{}, false
 	}
-	if n.count.Load() == 0 {
-		return Held{}, true
-	}
-	if h := n.held.Load(); h != nil && h.version == n.version.Load() && h.generation == generation {
-		return h.held, true
-	}
-	return Held{}, false
+	return n.held.Read(generation)
 }
 
 // Cache keeps what the node's reservations hold against a pod without a
@@ -121,7 +185,7 @@ func (n *NodeReservations) Cached(generation int64) (Held, bool) {
 // reservations as they are. It must be called under the store's lock (read
 // or write: Store.WithNode), so that they cannot change meanwhile.
 func (n *NodeReservations) Cache(generation int64, held Held) {
-	n.held.Store(&heldEntry{version: n.version.Load(), generation: generation, held: held})
+	n.held.write(generation, held)
 }
 
 // Scan returns what SetScan kept for the node, nil if nothing.
@@ -137,11 +201,22 @@ func (n *NodeReservations) SetScan(v any) { n.scan.Store(&v) }
 
 // changed notes a change to the list; under the store's write lock.
 func (n *NodeReservations) changed() {
-	n.count.Store(int32(len(n.list)))
 	n.version.Add(1)
+	n.forget()
 	if len(n.list) == 0 {
 		// Nothing to scan for: the pods it read may go.
 		n.scan.Store(nil)
+	}
+}
+
+// forget drops the cached held room: nothing is known for any generation
+// of the node's pods, unless the node holds no reservation, which holds
+// nothing whatever its pods. Under the store's write lock.
+func (n *NodeReservations) forget() {
+	if len(n.list) == 0 {
+		n.held.write(anyGeneration, Held{})
+	} else {
+		n.held.write(noGeneration, Held{})
 	}
 }
 
@@ -150,6 +225,8 @@ func (s *Store) nodeLocked(node string) *NodeReservations {
 	n := s.byNode[node]
 	if n == nil {
 		n = &NodeReservations{name: node}
+		n.held = &n.own
+		n.forget()
 		s.byNode[node] = n
 	}
 	return n
@@ -161,18 +238,21 @@ func (s *Store) dropLocked(n *NodeReservations) {
 		delete(s.byNode, n.name)
 	}
 	n.gone.Store(true)
+	n.held.write(noGeneration, Held{})
 }
 
 // Nodes returns the entries of the nodes named, in their order, made for
 // those without reservations: an index of the scheduler's nodes keeps
-// them, and reads their held room without the store's lock
-// (NodeReservations.Cached). The entries are made anew, side by side in
-// the order of names, so that reading them in that order (as Filter goes
-// through the scheduler's node list) reads memory in order; the entries
-// they replace are gone. It drops the entries of every other node that
-// holds no reservation, which an earlier call returned: the nodes named
-// are all the scheduler has.
-func (s *Store) Nodes(names []string) []*NodeReservations {
+// them, and reads their held room without the store's lock from caches[i]
+// (nil: the entry's own), which the index keeps beside its entry of the
+// node. The entries are made anew, side by side in the order of names, so
+// that reading them in that order (as Filter goes through the scheduler's
+// node list) reads memory in order; the entries they replace are gone, and
+// their cached room forgotten. It drops the entries of every other node
+// that holds no reservation, which an earlier call returned, and gives
+// those that still hold some a cache of their own: the nodes named are all
+// the scheduler has.
+func (s *Store) Nodes(names []string, caches []*HeldCache) []*NodeReservations {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fresh := make([]NodeReservations, len(names))
@@ -181,29 +261,44 @@ func (s *Store) Nodes(names []string) []*NodeReservations {
 	for i, name := range names {
 		want[name] = struct{}{}
 		n := &fresh[i]
-		n.name, n.indexed = name, true
-		if old := s.byNode[name]; old != nil {
-			n.list, n.facts = old.list, old.facts
-			old.list, old.facts = nil, nil
-			// Another index holding old looks the node up again.
-			old.gone.Store(true)
-			n.scan.Store(old.scan.Load())
-			n.held.Store(old.held.Load())
-			n.version.Store(old.version.Load())
+		n.name, n.indexed, n.held = name, true, &n.own
+		if i < len(caches) && caches[i] != nil {
+			n.held = caches[i]
 		}
-		n.count.Store(int32(len(n.list)))
-		s.byNode[name] = n
+		s.replaceLocked(n)
 		out[i] = n
 	}
 	for name, n := range s.byNode {
 		if _, ok := want[name]; !ok && n.indexed {
-			n.indexed = false
 			if len(n.list) == 0 {
 				s.dropLocked(n)
+				continue
 			}
+			own := &NodeReservations{name: name}
+			own.held = &own.own
+			s.replaceLocked(own)
 		}
 	}
 	return out
+}
+
+// replaceLocked makes n the entry of its node, taking over the reservations
+// and what was computed of them from the node's entry, if any, which is
+// gone (whoever holds it looks the node up again).
+func (s *Store) replaceLocked(n *NodeReservations) {
+	old := s.byNode[n.name]
+	if old == nil {
+		n.forget()
+		s.byNode[n.name] = n
+		return
+	}
+	n.list, n.facts = old.list, old.facts
+	old.list, old.facts = nil, nil
+	n.scan.Store(old.scan.Load())
+	n.held.copyFrom(old.held)
+	n.version.Store(old.version.Load())
+	s.byNode[n.name] = n
+	s.dropLocked(old)
 }
 
 // ReleaseNode deletes every reservation on node (the node was deleted) and

@@ -15,7 +15,7 @@ func TestNodesKeepsTheIndexedEntries(t *testing.T) {
 	s := NewStore()
 	a := &Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: Amount{MilliCPU: 1000, Pods: 1}}
 	s.Take(a)
-	first := s.Nodes([]string{"n1", "n2"})
+	first := s.Nodes([]string{"n1", "n2"}, nil)
 	if len(first) != 2 || first[0].Name() != "n1" || first[1].Name() != "n2" {
 		t.Fatalf("entries %v, want n1 and n2 in that order", first)
 	}
@@ -41,19 +41,21 @@ func TestNodesKeepsTheIndexedEntries(t *testing.T) {
 	}
 
 	// A new index of n2 and n3: new entries for both, holding what the
-	// old ones held (n2's old entry is gone); n1, with a reservation,
-	// keeps its entry, in no index now.
-	second := s.Nodes([]string{"n2", "n3"})
-	if first[0].Gone() || !first[1].Gone() {
-		t.Errorf("the entries of the first index: n1 gone %t, n2 gone %t; want n2's only", first[0].Gone(), first[1].Gone())
+	// old ones held (n2's old entry is gone); n1, with a reservation, is
+	// in no index now.
+	second := s.Nodes([]string{"n2", "n3"}, nil)
+	if !first[0].Gone() || !first[1].Gone() {
+		t.Errorf("the entries of the first index: n1 gone %t, n2 gone %t; want both", first[0].Gone(), first[1].Gone())
 	}
 	if second[0].Gone() || second[1].Gone() || second[0] == first[1] {
 		t.Fatal("the second index's entries are gone, or n2's is the old one")
 	}
+	// n1 is in no index now: a new entry of its own holds b, and the one
+	// the first index kept is gone with its cache.
 	var n1 *NodeReservations
 	s.WithNode("n1", func(n *NodeReservations) { n1 = n })
-	if n1 != first[0] || len(n1.Reservations()) != 1 {
-		t.Fatalf("n1 after the second index: %v, want an entry holding b", n1)
+	if n1 == first[0] || len(n1.Reservations()) != 1 || n1.Reservations()[0] != b {
+		t.Fatalf("n1 after the second index: %v, want a new entry holding b", n1)
 	}
 	// n1 is in no index: its entry goes with its last reservation.
 	s.Release(b.Runner, "")
@@ -75,7 +77,7 @@ func TestNodesKeepsTheIndexedEntries(t *testing.T) {
 // when it was cached, and nothing known once either changed.
 func TestNodeCached(t *testing.T) {
 	s := NewStore()
-	n := s.Nodes([]string{"n1"})[0]
+	n := s.Nodes([]string{"n1"}, nil)[0]
 	if h, ok := n.Cached(7); !ok || !h.Amount.IsZero() {
 		t.Fatalf("no reservations: %v, %t; want nothing held, known", h.Amount, ok)
 	}
@@ -98,5 +100,45 @@ func TestNodeCached(t *testing.T) {
 	}
 	if _, ok := n.Cached(7); ok {
 		t.Error("a reservation of the node was claimed, the cache still answered")
+	}
+}
+
+// The cache is read without a lock while a writer may be writing it: a
+// reader gets a whole value cached for its generation or nothing, never
+// fields of two values.
+func TestNodeCachedIsNeverTorn(t *testing.T) {
+	s := NewStore()
+	s.Take(&Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: Amount{MilliCPU: 1000, Pods: 1}})
+	n := s.Nodes([]string{"n1"}, nil)[0]
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := int64(1); i <= 20000; i++ {
+			// A value whose fields agree: i of everything, for generation i%2.
+			s.WithNode("n1", func(n *NodeReservations) {
+				n.Cache(i%2, Held{Amount: Amount{MilliCPU: i, Memory: i, EphemeralStorage: i, Pods: i}})
+			})
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			// The last value written, whole.
+			if h, ok := n.Cached(0); !ok || h.Amount.MilliCPU != 20000 || h.Amount.Pods != 20000 {
+				t.Errorf("after the writes: %+v, %t; want 20000 of everything", h.Amount, ok)
+			}
+			return
+		default:
+		}
+		for g := int64(0); g < 2; g++ {
+			h, ok := n.Cached(g)
+			if !ok {
+				continue
+			}
+			a := h.Amount
+			if a.MilliCPU != a.Memory || a.Memory != a.EphemeralStorage || a.EphemeralStorage != a.Pods || a.Pods%2 != g {
+				t.Fatalf("generation %d: read %+v, fields of two values", g, a)
+			}
+		}
 	}
 }

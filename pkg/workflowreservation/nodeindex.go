@@ -2,6 +2,7 @@ package workflowreservation
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -17,8 +18,8 @@ import (
 // a changed node's NodeInfo in place, and makes a new node list only when a
 // node comes or goes). So PreFilter, which the framework hands that list,
 // maps each of its NodeInfos to the node's entry once per list, and Filter
-// and Score look the NodeInfo up in that map: one lookup keyed by a
-// pointer, read by every parallel Filter without a write.
+// and Score look the NodeInfo up: one probe of a table keyed by the
+// NodeInfo's address, read by every parallel Filter without a write.
 //
 // A NodeInfo the index does not know (a copy the framework made for a
 // preemption dry run or a nominated pod, or a list it was not built from)
@@ -27,9 +28,27 @@ import (
 type nodeIndex struct {
 	// nodes is the snapshot's node list the index was built from.
 	nodes []fwk.NodeInfo
-	// byInfo is keyed by the scheduler's own NodeInfo type (a pointer:
-	// the map's fastest key); a NodeInfo of another type finds nothing.
-	byInfo map[*framework.NodeInfo]*reservations.NodeReservations
+	// slots is an open-addressing table (linear probing) of the list's
+	// NodeInfos, keyed by their address: at least twice as many slots as
+	// nodes, a power of two. A Go map keyed by the pointer costs three
+	// times as much a lookup (hashing, its directory and control words),
+	// and Filter and Score look a node up on every node of every cycle.
+	// The address is a sound key: Go's heap objects do not move, and the
+	// table keeps its NodeInfos referenced, so no other object can take an
+	// address while it is in the table.
+	slots []nodeSlot
+	// shift keeps the top bits of the hash: log2(len(slots)) of them.
+	shift uint
+}
+
+// nodeSlot is a node of the table: its NodeInfo, the store's entry of the
+// node and what the node's reservations hold (the entry's cache, kept
+// here): 64 bytes, so that reading a node's held room touches one cache
+// line, which Filter and Score do on every node of every cycle.
+type nodeSlot struct {
+	info  *framework.NodeInfo
+	entry *reservations.NodeReservations
+	held  reservations.HeldCache
 }
 
 // nodeIndexRef holds the current index; a nil one knows no node.
@@ -43,11 +62,47 @@ func (r *nodeIndexRef) lookup(nodeInfo fwk.NodeInfo) *reservations.NodeReservati
 	if idx == nil || !ok {
 		return nil
 	}
-	n := idx.byInfo[ni]
-	if n == nil || n.Gone() {
+	s := idx.find(ni)
+	if s == nil || s.entry.Gone() {
 		return nil
 	}
-	return n
+	return s.entry
+}
+
+// slot returns where ni's probe sequence starts: Fibonacci hashing of its
+// address (the multiplication spreads the address's low bits, which
+// allocation aligns, into the top ones kept).
+func (idx *nodeIndex) slot(ni *framework.NodeInfo) int {
+	return int(uint64(uintptr(unsafe.Pointer(ni))) * 0x9E3779B97F4A7C15 >> idx.shift)
+}
+
+// cached returns what the node of nodeInfo holds against a pod without a
+// reservation of its own, if the index knows the node and that is cached
+// for the NodeInfo's generation (NodeReservations.Cached).
+func (r *nodeIndexRef) cached(nodeInfo fwk.NodeInfo) (reservations.Held, bool) {
+	idx := r.p.Load()
+	ni, ok := nodeInfo.(*framework.NodeInfo)
+	if idx == nil || !ok {
+		return reservations.Held{}, false
+	}
+	if s := idx.find(ni); s != nil {
+		return s.held.Read(ni.GetGeneration())
+	}
+	return reservations.Held{}, false
+}
+
+// find returns the slot of ni, nil if the table does not hold it.
+func (idx *nodeIndex) find(ni *framework.NodeInfo) *nodeSlot {
+	mask := len(idx.slots) - 1
+	for i := idx.slot(ni); ; i = (i + 1) & mask {
+		s := &idx.slots[i]
+		if s.info == ni {
+			return s
+		}
+		if s.info == nil {
+			return nil
+		}
+	}
 }
 
 // update makes the index of nodes, the snapshot's node list, unless it was
@@ -66,10 +121,26 @@ func (r *nodeIndexRef) update(store *reservations.Store, nodes []fwk.NodeInfo) {
 			names, infos = append(names, p.Node().Name), append(infos, p)
 		}
 	}
-	entries := store.Nodes(names)
-	byInfo := make(map[*framework.NodeInfo]*reservations.NodeReservations, len(infos))
-	for i, ni := range infos {
-		byInfo[ni] = entries[i]
+	idx := &nodeIndex{nodes: nodes, shift: 63}
+	size := 2
+	for size < 2*len(infos) {
+		size <<= 1
+		idx.shift--
 	}
-	r.p.Store(&nodeIndex{nodes: nodes, byInfo: byInfo})
+	idx.slots = make([]nodeSlot, size)
+	mask := size - 1
+	at := make([]*nodeSlot, len(infos))
+	caches := make([]*reservations.HeldCache, len(infos))
+	for k, ni := range infos {
+		i := idx.slot(ni)
+		for idx.slots[i].info != nil && idx.slots[i].info != ni {
+			i = (i + 1) & mask
+		}
+		idx.slots[i].info = ni
+		at[k], caches[k] = &idx.slots[i], &idx.slots[i].held
+	}
+	for k, entry := range store.Nodes(names, caches) {
+		at[k].entry = entry
+	}
+	r.p.Store(idx)
 }

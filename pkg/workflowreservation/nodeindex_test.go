@@ -245,3 +245,50 @@ func TestProfilesShareTheNodeIndex(t *testing.T) {
 		}
 	}
 }
+
+// The index's table finds every NodeInfo of a list of any size, each its
+// own node's entry, and nothing for a NodeInfo that is not in the list.
+func TestNodeIndexFindsEveryNode(t *testing.T) {
+	store := reservations.NewStore()
+	for _, n := range []int{1, 2, 3, 500, 1025} {
+		nodes := make([]fwk.NodeInfo, n)
+		for i := range nodes {
+			nodes[i] = nodeInfo(st.MakeNode().Name(fmt.Sprintf("n%d", i)).Capacity(units("4")).Obj())
+		}
+		var idx nodeIndexRef
+		idx.update(store, nodes)
+		for i, ni := range nodes {
+			if e := idx.lookup(ni); e == nil || e.Name() != ni.Node().Name {
+				t.Fatalf("%d nodes: node %d found %v, want its entry", n, i, e)
+			}
+		}
+		if e := idx.lookup(nodes[0].Snapshot()); e != nil {
+			t.Errorf("%d nodes: a NodeInfo not in the list found %s's entry", n, e.Name())
+		}
+	}
+}
+
+// A node's entry the store drops (the node was deleted) takes its cached
+// room with it: a reservation on a node of that name taken before the
+// scheduler's node list changes is counted on the NodeInfo the index still
+// holds, not hidden behind the dropped entry's "nothing held".
+func TestDroppedNodeForgetsItsCachedRoom(t *testing.T) {
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	nodes := fourNodes()
+	pl.store.Take(oneUnitReservation("r1")) // on n1
+	// One on n2, so that something is held when n1 holds nothing.
+	pl.store.Take(&reservations.Reservation{Runner: key("r0"), RunnerUID: "r0", Node: "n2", Size: reservations.Amount{MilliCPU: 1000, Pods: 1}})
+	if got := heldOn(t, pl, nodes, 1); got.Amount.MilliCPU != 1000 {
+		t.Fatalf("n1 holds %dm, want r1's 1000m", got.Amount.MilliCPU)
+	}
+	if got := pl.store.ReleaseNode("n1"); len(got) != 1 {
+		t.Fatalf("ReleaseNode(n1) released %d reservations, want r1", len(got))
+	}
+	if got := heldOn(t, pl, nodes, 1); got.Amount.MilliCPU != 0 {
+		t.Fatalf("after n1 was deleted: %dm held, want nothing", got.Amount.MilliCPU)
+	}
+	pl.store.Take(oneUnitReservation("r2")) // on n1 again
+	if got := heldOn(t, pl, nodes, 1); got.Amount.MilliCPU != 1000 {
+		t.Errorf("r2 taken on n1 after its entry was dropped: %dm held, want r2's 1000m", got.Amount.MilliCPU)
+	}
+}

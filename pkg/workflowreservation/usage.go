@@ -24,20 +24,18 @@ import (
 // Filter and Score call it for every node of every cycle. What all of a
 // node's reservations hold against a pod without a reservation of its own
 // is cached with the node's reservations until they or the node's pods
-// (the NodeInfo generation) change, and the node's entry is found through
-// the index of the snapshot's nodes (nodeIndex): in a steady cluster the
-// call is a map lookup by the NodeInfo and a few atomic loads, whatever
-// the number of reservations, with no lock taken. Pods with a reservation
-// of their own, dry runs and a node the index does not know compute it
-// afresh, under the store's read lock.
+// (the NodeInfo generation) change, beside the node's entry in the index
+// of the snapshot's nodes (nodeIndex): in a steady cluster the call is one
+// probe of the index's table and a few atomic loads from the same cache
+// line, whatever the number of reservations, with no lock taken. Pods with
+// a reservation of their own, dry runs and a node the index does not know
+// compute it afresh, under the store's read lock.
 func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeInfo) reservations.Held {
 	own := s.kind == kindWorkflow || s.kind == kindStep
 	cacheable := !own && s.adjust.empty()
 	if cacheable {
-		if n := pl.index.lookup(nodeInfo); n != nil {
-			if h, ok := n.Cached(nodeInfo.GetGeneration()); ok {
-				return h
-			}
+		if h, ok := pl.index.cached(nodeInfo); ok {
+			return h
 		}
 	}
 	node := nodeInfo.Node().Name
