@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/controlplane"
@@ -315,4 +318,124 @@ func impersonate(t testing.TB, user string) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return client
+}
+
+// The chart's podsAdmissionPolicy on the real apiserver, with real service
+// account tokens: a pod labelled with a runner's name (runner-pod=<B>) is
+// B's workflow or step pod, and in a runner namespace only a token bound to
+// B's own pod may create one or give a pod that label. The hooks create
+// those pods from the runner's container, with its token; a job of runner
+// A, which has A's token and the pod rights of ARC's kube-mode role, can
+// neither create a pod for B nor relabel its own, and a token of the
+// namespace's service account bound to no pod labels none. Pods of A's
+// with A's token, unrelated changes and administrators are left alone.
+func TestRunnerLabelNeedsTheRunnersToken(t *testing.T) {
+	e := newEnvWithoutScheduler(t, map[string]string{"rl-n1": "3"})
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("runnerNamespaces: ["+e.ns+"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applyPolicies(t, e.ctx, renderChart(t, "--values", values), 2)
+
+	// ARC's kube-mode service account, with the pod rights of its role.
+	const sa = "runner"
+	if _, err := e.client.CoreV1().ServiceAccounts(e.ns).Create(e.ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.RbacV1().Roles(e.ns).Create(e.ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: sa},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "create", "delete", "update", "patch"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.RbacV1().RoleBindings(e.ns).Create(e.ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: sa},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: e.ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name, runner string) *v1.Pod {
+		p := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+			Spec:       v1.PodSpec{ServiceAccountName: sa, SchedulerName: "nobody", Containers: []v1.Container{{Name: "main", Image: "image"}}},
+		}
+		if runner != "" {
+			p.Labels = map[string]string{"runner-pod": runner}
+		}
+		return p
+	}
+	runners := map[string]*v1.Pod{}
+	for _, name := range []string{"a", "b"} {
+		p, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, pod(name, ""), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runners[name] = p
+	}
+	// A client with a token of the service account, bound to pod (none: to
+	// no object).
+	as := func(p *v1.Pod) kubernetes.Interface {
+		t.Helper()
+		req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
+		if p != nil {
+			req.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}
+		}
+		tr, err := e.client.CoreV1().ServiceAccounts(e.ns).CreateToken(e.ctx, sa, req, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("token request: %v", err)
+		}
+		cfg := rest.AnonymousClientConfig(restConfig)
+		cfg.BearerToken = tr.Status.Token
+		return kubernetes.NewForConfigOrDie(cfg)
+	}
+	asA, asB, unbound := as(runners["a"]), as(runners["b"]), as(nil)
+	user := "system:serviceaccount:" + e.ns + ":" + sa
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+
+	// A's job makes B's workflow pod: denied, once the policy took effect.
+	var denied error
+	if err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, denied = asA.CoreV1().Pods(e.ns).Create(ctx, pod("b-wf", "b"), dryRun)
+		return denied != nil, nil
+	}); err != nil {
+		t.Fatal("a job of runner a created runner b's workflow pod: the policy never took effect")
+	}
+	wantContains(t, "the denial of a's pod labelled b", denied.Error(), "a pod labelled runner-pod=b is runner b's workflow or step pod", user+" from pod a may not")
+	if _, err := unbound.CoreV1().Pods(e.ns).Create(e.ctx, pod("b-wf", "b"), dryRun); err == nil {
+		t.Error("a token bound to no pod created runner b's workflow pod")
+	} else {
+		wantContains(t, "the denial of an unbound token", err.Error(), user+" without a token bound to a pod may not")
+	}
+
+	// Each runner's hook makes its own; so may an administrator.
+	wf, err := asA.CoreV1().Pods(e.ns).Create(e.ctx, pod("a-wf", "a"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("runner a's hook could not create a's workflow pod: %v", err)
+	}
+	if _, err := asB.CoreV1().Pods(e.ns).Create(e.ctx, pod("b-wf", "b"), dryRun); err != nil {
+		t.Errorf("runner b's hook could not create b's workflow pod: %v", err)
+	}
+	if _, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, pod("b-admin", "b"), dryRun); err != nil {
+		t.Errorf("an administrator could not create a pod labelled b: %v", err)
+	}
+
+	// A's job relabels its pods as b's: denied; other changes pass.
+	patch := func(client kubernetes.Interface, name, body string) error {
+		_, err := client.CoreV1().Pods(e.ns).Patch(e.ctx, name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		return err
+	}
+	if err := patch(asA, wf.Name, `{"metadata":{"labels":{"runner-pod":"b"}}}`); err == nil {
+		t.Error("a job of runner a relabelled a's workflow pod as b's")
+	}
+	plain, err := asA.CoreV1().Pods(e.ns).Create(e.ctx, pod("plain", ""), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a job's ordinary pod was denied: %v", err)
+	}
+	if err := patch(asA, plain.Name, `{"metadata":{"labels":{"runner-pod":"b"}}}`); err == nil {
+		t.Error("a job of runner a labelled its ordinary pod as b's")
+	}
+	if err := patch(asA, wf.Name, `{"metadata":{"annotations":{"note":"x"}}}`); err != nil {
+		t.Errorf("a change that leaves the runner label alone was denied: %v", err)
+	}
 }
