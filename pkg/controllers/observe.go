@@ -77,9 +77,9 @@ type reservationGauges struct {
 
 // reservationGauges returns the series of the reservation gauges, looked
 // up on the first call once they are registered (before, a lookup returns
-// a series that records nothing). The reservations of every profile are one set: the
-// gauges carry the first profile's name only, so that they do not add up
-// twice.
+// a series that records nothing). The reservations of every profile are
+// one set: the gauges carry the first profile's name only, so that they do
+// not add up twice.
 func (f *Feeder) reservationGauges() *reservationGauges {
 	if g := f.gauges.Load(); g != nil {
 		return g

@@ -245,10 +245,8 @@ func (s *Store) dropLocked(n *NodeReservations) {
 // those without reservations: an index of the scheduler's nodes keeps
 // them, and reads their held room without the store's lock from caches[i]
 // (nil: the entry's own), which the index keeps beside its entry of the
-// node. The entries are made anew, side by side in the order of names, so
-// that reading them in that order (as Filter goes through the scheduler's
-// node list) reads memory in order; the entries they replace are gone, and
-// their cached room forgotten. It drops the entries of every other node
+// node. The entries are made anew, side by side in the order of names; the
+// entries they replace are gone, and their cached room forgotten. It drops the entries of every other node
 // that holds no reservation, which an earlier call returned, and gives
 // those that still hold some a cache of their own: the nodes named are all
 // the scheduler has.

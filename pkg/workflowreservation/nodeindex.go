@@ -23,16 +23,19 @@ import (
 //
 // A NodeInfo the index does not know (a copy the framework made for a
 // preemption dry run or a nominated pod, or a list it was not built from)
-// finds nothing, and reservedOn looks the node up by name; so does an entry
-// the store dropped (NodeReservations.Gone).
+// finds nothing, and reservedOn looks the node up by name; so does a node
+// whose entry the store dropped or replaced (NodeReservations.Gone): the
+// store forgets the cached room of such an entry, which is in the slot,
+// so that cached finds none.
 type nodeIndex struct {
 	// nodes is the snapshot's node list the index was built from.
 	nodes []fwk.NodeInfo
 	// slots is an open-addressing table (linear probing) of the list's
 	// NodeInfos, keyed by their address: at least twice as many slots as
-	// nodes, a power of two. A Go map keyed by the pointer costs three
-	// times as much a lookup (hashing, its directory and control words),
-	// and Filter and Score look a node up on every node of every cycle.
+	// nodes, a power of two, so that a probe always ends. It is cheaper
+	// than a Go map keyed by the pointer (no seeded hash, directory or
+	// control words: docs/benchmarks.md), and Filter and Score look a node
+	// up on every node of every cycle.
 	// The address is a sound key: Go's heap objects do not move, and the
 	// table keeps its NodeInfos referenced, so no other object can take an
 	// address while it is in the table.
@@ -44,12 +47,22 @@ type nodeIndex struct {
 // nodeSlot is a node of the table: its NodeInfo, the store's entry of the
 // node and what the node's reservations hold (the entry's cache, kept
 // here): 64 bytes, so that reading a node's held room touches one cache
-// line, which Filter and Score do on every node of every cycle.
+// line, which Filter and Score do on every node of every cycle. The table
+// holds a power of two of them, at least two: an allocation of 128 bytes
+// or more of a power-of-two size, which Go's allocator aligns to 64 bytes
+// or more.
 type nodeSlot struct {
 	info  *framework.NodeInfo
 	entry *reservations.NodeReservations
 	held  reservations.HeldCache
 }
+
+// A nodeSlot is one cache line (on the 64-bit platforms tandem is built
+// for): this fails to compile if it is not.
+var (
+	_ [unsafe.Sizeof(nodeSlot{}) - 64]byte
+	_ [64 - unsafe.Sizeof(nodeSlot{})]byte
+)
 
 // nodeIndexRef holds the current index; a nil one knows no node.
 type nodeIndexRef struct{ p atomic.Pointer[nodeIndex] }

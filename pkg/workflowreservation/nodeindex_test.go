@@ -3,6 +3,7 @@ package workflowreservation
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -247,7 +248,8 @@ func TestProfilesShareTheNodeIndex(t *testing.T) {
 }
 
 // The index's table finds every NodeInfo of a list of any size, each its
-// own node's entry, and nothing for a NodeInfo that is not in the list.
+// own node's entry and cached room, and nothing for a NodeInfo that is not
+// in the list.
 func TestNodeIndexFindsEveryNode(t *testing.T) {
 	store := reservations.NewStore()
 	for _, n := range []int{1, 2, 3, 500, 1025} {
@@ -260,6 +262,15 @@ func TestNodeIndexFindsEveryNode(t *testing.T) {
 		for i, ni := range nodes {
 			if e := idx.lookup(ni); e == nil || e.Name() != ni.Node().Name {
 				t.Fatalf("%d nodes: node %d found %v, want its entry", n, i, e)
+			}
+			// Each node's room cached as the store caches it: the slot's.
+			store.WithNode(ni.Node().Name, func(e *reservations.NodeReservations) {
+				e.Cache(ni.GetGeneration(), reservations.Held{Amount: reservations.Amount{MilliCPU: int64(i + 1)}})
+			})
+		}
+		for i, ni := range nodes {
+			if h, ok := idx.cached(ni); !ok || h.Amount.MilliCPU != int64(i+1) {
+				t.Fatalf("%d nodes: node %d reads %dm cached (%t), want its own %dm", n, i, h.Amount.MilliCPU, ok, i+1)
 			}
 		}
 		if e := idx.lookup(nodes[0].Snapshot()); e != nil {
@@ -290,5 +301,44 @@ func TestDroppedNodeForgetsItsCachedRoom(t *testing.T) {
 	pl.store.Take(oneUnitReservation("r2")) // on n1 again
 	if got := heldOn(t, pl, nodes, 1); got.Amount.MilliCPU != 1000 {
 		t.Errorf("r2 taken on n1 after its entry was dropped: %dm held, want r2's 1000m", got.Amount.MilliCPU)
+	}
+}
+
+// BenchmarkNodeIndexLookup compares a lookup in the index's table with one
+// in a Go map keyed by the same NodeInfo pointers, in a shuffled order, at
+// 500 and 15,000 nodes (docs/benchmarks.md):
+//
+//	go test ./pkg/workflowreservation -run '^$' -bench NodeIndexLookup -count 3
+func BenchmarkNodeIndexLookup(b *testing.B) {
+	for _, n := range []int{500, 15000} {
+		nodes := make([]fwk.NodeInfo, n)
+		for i := range nodes {
+			nodes[i] = nodeInfo(st.MakeNode().Name(fmt.Sprintf("n%d", i)).Obj())
+		}
+		var idx nodeIndexRef
+		idx.update(reservations.NewStore(), nodes)
+		byInfo := make(map[*framework.NodeInfo]*reservations.NodeReservations, n)
+		for _, ni := range nodes {
+			byInfo[ni.(*framework.NodeInfo)] = idx.lookup(ni)
+		}
+		order := make([]*framework.NodeInfo, n)
+		for i, k := range rand.Perm(n) {
+			order[i] = nodes[k].(*framework.NodeInfo)
+		}
+		b.Run(fmt.Sprintf("%dNodes/table", n), func(b *testing.B) {
+			table := idx.p.Load()
+			for i := 0; b.Loop(); i++ {
+				if table.find(order[i%n]) == nil {
+					b.Fatal("a node of the list is not in the table")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%dNodes/map", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if byInfo[order[i%n]] == nil {
+					b.Fatal("a node of the list is not in the map")
+				}
+			}
+		})
 	}
 }
