@@ -9,6 +9,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -344,7 +345,10 @@ func TestRunnerLabelNeedsTheRunnersToken(t *testing.T) {
 	}
 	if _, err := e.client.RbacV1().Roles(e.ns).Create(e.ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "create", "delete", "update", "patch"}}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "create", "delete", "update", "patch"}},
+			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "create", "delete"}},
+		},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +405,7 @@ func TestRunnerLabelNeedsTheRunnersToken(t *testing.T) {
 	}); err != nil {
 		t.Fatal("a job of runner a created runner b's workflow pod: the policy never took effect")
 	}
-	wantContains(t, "the denial of a's pod labelled b", denied.Error(), "a pod labelled runner-pod=b is runner b's workflow or step pod", user+" from pod a may not")
+	wantContains(t, "the denial of a's pod labelled b", denied.Error(), "a pod labelled runner-pod=b is runner b's", user+" from pod a may not")
 	if _, err := unbound.CoreV1().Pods(e.ns).Create(e.ctx, pod("b-wf", "b"), dryRun); err == nil {
 		t.Error("a token bound to no pod created runner b's workflow pod")
 	} else {
@@ -437,5 +441,44 @@ func TestRunnerLabelNeedsTheRunnersToken(t *testing.T) {
 	}
 	if err := patch(asA, wf.Name, `{"metadata":{"annotations":{"note":"x"}}}`); err != nil {
 		t.Errorf("a change that leaves the runner label alone was denied: %v", err)
+	}
+	if err := patch(asA, wf.Name, `{"metadata":{"labels":{"runner-pod":null}}}`); err != nil {
+		t.Errorf("removing the runner label was denied: %v", err)
+	}
+	// A controller outside the namespace (the Job controller makes a step
+	// Job's pods) is not one of its jobs: its pods are left alone.
+	if _, err := impersonate(t, "system:serviceaccount:kube-system:job-controller").CoreV1().Pods(e.ns).Create(e.ctx, pod("b-step", "b"), dryRun); err != nil {
+		t.Errorf("the Job controller could not create a pod labelled b: %v", err)
+	}
+
+	// Jobs: hooks v0.7.0 label their step Jobs with the runner's name, and
+	// a Job's pods carry its template's labels.
+	job := func(label, template string) *batchv1.Job {
+		j := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: "step", Namespace: e.ns},
+			Spec: batchv1.JobSpec{Template: v1.PodTemplateSpec{Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever,
+				SchedulerName: "nobody", Containers: []v1.Container{{Name: "main", Image: "image"}}}}},
+		}
+		if label != "" {
+			j.Labels = map[string]string{"runner-pod": label}
+		}
+		if template != "" {
+			j.Spec.Template.Labels = map[string]string{"runner-pod": template}
+		}
+		return j
+	}
+	if _, err := asA.BatchV1().Jobs(e.ns).Create(e.ctx, job("a", ""), dryRun); err != nil {
+		t.Errorf("runner a's hook could not create a's step Job: %v", err)
+	}
+	if _, err := asA.BatchV1().Jobs(e.ns).Create(e.ctx, job("b", ""), dryRun); err == nil {
+		t.Error("a job of runner a created a step Job labelled b")
+	} else {
+		wantContains(t, "the denial of a's Job labelled b", err.Error(), "a Job labelled runner-pod=b is runner b's", user+" from pod a may not")
+	}
+	// (A Job without labels takes its template's: one labelled a's.)
+	if _, err := asA.BatchV1().Jobs(e.ns).Create(e.ctx, job("a", "b"), dryRun); err == nil {
+		t.Error("a job of runner a created a Job whose pods are labelled b")
+	} else {
+		wantContains(t, "the denial of a's Job making b's pods", err.Error(), "a Job whose pods are labelled runner-pod=b", user+" from pod a may not")
 	}
 }
