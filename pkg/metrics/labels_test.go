@@ -10,7 +10,7 @@ import (
 
 // LabelNames says what every registered collector describes: its name and
 // its variable labels, in order, so dashboards and alerts checked against
-// it (test/integration TestMonitoringMetricsExported) check the real thing.
+// it (test/integration TestDeployRenderedManifests, checkMonitoring) check the real thing.
 func TestLabelNamesMatchTheCollectors(t *testing.T) {
 	Register()
 	for _, c := range []prometheus.Collector{Reservations, ReservedResources, ClaimDuration, Releases, Repairs, PairPods, PlaceholderPods} {
