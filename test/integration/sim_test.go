@@ -124,3 +124,19 @@ func TestSimulatorMixedScenario(t *testing.T) {
 		t.Errorf("default kube-scheduler: %v cpu-s reserved but unused, want 0 (it reserves nothing)", baseline.ReservedUnusedCPUSeconds)
 	}
 }
+
+// GPU jobs (test/scenarios/gpu.yaml): GPUs as device-plugin extended
+// resources on tainted GPU nodes, GPU and cpu jobs mixed, hooks v0.7.0
+// (pinned) and v0.8.1 (novolume). The default scheduler packs GPU runners
+// onto GPU nodes beyond their GPUs and their workflow pods are rejected
+// OutOfnvidia.com/gpu; tandem holds a GPU for each runner's workflow pod,
+// and no job fails.
+func TestSimulatorGPUScenario(t *testing.T) {
+	baseline, tandem := compare(t, "../scenarios/gpu.yaml")
+	if baseline.Jobs.FailedByReason["OutOfnvidia.com/gpu"] == 0 {
+		t.Errorf("default kube-scheduler: no job failed OutOfnvidia.com/gpu; the GPU failure did not reproduce: %+v", baseline.Jobs)
+	}
+	if tandem.Jobs.Failed != 0 {
+		t.Errorf("tandem: %+v, want every job to succeed", tandem.Jobs)
+	}
+}
