@@ -56,9 +56,17 @@ func checkRun(t *testing.T, run report.Run, submitted int) {
 // kube-scheduler the upstream failure reproduces (workflow pods rejected
 // OutOfcpu by the kubelet); with tandem no job fails.
 func TestSimulatorSeedScenario(t *testing.T) {
-	baseline, tandem := compare(t, "../scenarios/seed.yaml")
-	if baseline.Jobs.FailedByReason["OutOfcpu"] == 0 {
-		t.Errorf("default kube-scheduler: no job failed OutOfcpu; the seed failure did not reproduce: %+v", baseline.Jobs)
+	failsWithoutTandem(t, "../scenarios/seed.yaml", "OutOfcpu")
+}
+
+// failsWithoutTandem runs the scenario file with the default scheduler and
+// with tandem: with the default, some job fails for reason (the kubelet's
+// rejection of its workflow pod); with tandem, none fails.
+func failsWithoutTandem(t *testing.T, file, reason string) {
+	t.Helper()
+	baseline, tandem := compare(t, file)
+	if baseline.Jobs.FailedByReason[reason] == 0 {
+		t.Errorf("default kube-scheduler: no job failed %s; the failure did not reproduce: %+v", reason, baseline.Jobs)
 	}
 	if tandem.Jobs.Failed != 0 {
 		t.Errorf("tandem: %+v, want every job to succeed", tandem.Jobs)
@@ -132,11 +140,5 @@ func TestSimulatorMixedScenario(t *testing.T) {
 // OutOfnvidia.com/gpu; tandem holds a GPU for each runner's workflow pod,
 // and no job fails.
 func TestSimulatorGPUScenario(t *testing.T) {
-	baseline, tandem := compare(t, "../scenarios/gpu.yaml")
-	if baseline.Jobs.FailedByReason["OutOfnvidia.com/gpu"] == 0 {
-		t.Errorf("default kube-scheduler: no job failed OutOfnvidia.com/gpu; the GPU failure did not reproduce: %+v", baseline.Jobs)
-	}
-	if tandem.Jobs.Failed != 0 {
-		t.Errorf("tandem: %+v, want every job to succeed", tandem.Jobs)
-	}
+	failsWithoutTandem(t, "../scenarios/gpu.yaml", "OutOfnvidia.com/gpu")
 }
