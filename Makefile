@@ -35,7 +35,7 @@ control-plane:
 karpenter:
 	hack/build-karpenter.sh
 
-## kubelet: what real nodes need (pkg/realnode): containerd, runc and the CNI plugins (apt-get, when missing), bin/kubelet built from k8s.io/kubernetes at go.mod's version (cold: ~1 min), bin/tandem-pause-image.tar
+## kubelet: what real nodes need (harness/realnode): containerd, runc and the CNI plugins (apt-get, when missing), bin/kubelet built from k8s.io/kubernetes at go.mod's version (cold: ~1 min), bin/tandem-pause-image.tar
 .PHONY: kubelet
 kubelet:
 	hack/build-kubelet.sh
@@ -120,7 +120,7 @@ test-autoscale: control-plane karpenter
 ## test-unit: unit tests only
 .PHONY: test-unit
 test-unit: test-kubectl-tandem
-	$(GO) test -count=1 ./pkg/... ./cmd/...
+	$(GO) test -count=1 ./pkg/... ./harness/... ./cmd/...
 
 ## test-kubectl-tandem: vet and unit-test the kubectl plugin's module (its integration test is in test/integration)
 .PHONY: test-kubectl-tandem

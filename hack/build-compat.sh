@@ -10,7 +10,7 @@
 # hack/build-control-plane.sh does, into bin/compat/VERSION/kube-apiserver.
 # bin/compat/VERSION/ also gets symlinks to ../../etcd and
 # ../../tandem-scheduler (one etcd for every version, and the 1.35 scheduler),
-# so that it is a complete bin directory for pkg/controlplane: point
+# so that it is a complete bin directory for harness/controlplane: point
 # TANDEM_BIN_DIR at it. go.mod's own version (v1.35.4) is skipped: it is bin/
 # (hack/build-control-plane.sh). Builds run one after the other (~3 GB of RAM each);
 # go build's cache makes an unchanged rebuild take seconds.

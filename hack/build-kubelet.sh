@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything a real node on this machine needs (pkg/realnode):
+# Everything a real node on this machine needs (harness/realnode):
 #   containerd, runc, ctr, the CNI plugins,     Debian's packages, installed
 #   iptables (the kubelet's canary chains), ip  with apt-get when missing (root)
 #   bin/kubelet                                 k8s.io/kubernetes/cmd/kubelet at

@@ -7,7 +7,7 @@
 #
 # into bin/vX.Y/: tandem-scheduler, tandem-webhook, kube-apiserver and a
 # symlink to bin/etcd (one etcd serves every minor), a complete bin directory
-# for pkg/controlplane (TANDEM_BIN_DIR=bin/vX.Y; make test-versions).
+# for harness/controlplane (TANDEM_BIN_DIR=bin/vX.Y; make test-versions).
 #
 # go.mod's version (v1.35.4) builds from the main module. Every other version
 # builds from the Go module hack/compat/vX.Y, which requires tandem itself

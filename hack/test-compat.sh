@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the integration tests (test/integration, pkg/controlplane) once per
+# Runs the integration tests (test/integration, harness/controlplane) once per
 # kube-apiserver version, with TANDEM_BIN_DIR at bin/compat/VERSION (built by
 # hack/build-compat.sh), and prints one summary line per version. Fails if
 # any version fails.
@@ -18,7 +18,7 @@ versions=("$@")
 if [[ ${#versions[@]} -eq 0 ]]; then
   versions=(v1.36.3 v1.37.2)
 fi
-packages=(./test/integration/... ./pkg/controlplane/...)
+packages=(./test/integration/... ./harness/controlplane/...)
 
 summary=()
 failed=0

@@ -23,9 +23,9 @@ if [[ ${#versions[@]} -eq 0 ]]; then
 fi
 module=github.com/tandem-scheduler/tandem
 # Every package's tests and the binaries' (what make test-unit runs; a
-# package that starts a control plane, pkg/controlplane, gets the minor's
+# package that starts a control plane, harness/controlplane, gets the minor's
 # binaries), then the integration tests.
-unit=("${module}/pkg/..." "${module}/cmd/tandem-scheduler/..." "${module}/cmd/tandem-webhook/...")
+unit=("${module}/pkg/..." "${module}/harness/..." "${module}/cmd/tandem-scheduler/..." "${module}/cmd/tandem-webhook/...")
 integration=("${module}/test/integration/...")
 
 summary=()

@@ -1,6 +1,6 @@
 // Command tandem-chaos runs the simulator's chaos scenario
 // (test/scenarios/chaos.yaml) against the tandem-scheduler binary on a local
-// etcd + kube-apiserver while it injects faults (pkg/sim/chaos), prints the
+// etcd + kube-apiserver while it injects faults (harness/sim/chaos), prints the
 // summary and writes report.json. It exits non-zero when a job was lost, the
 // invariant was violated, a reservation leaked, or a planned fault was not
 // injected.
@@ -19,9 +19,9 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/tandem-scheduler/tandem/pkg/controlplane"
-	"github.com/tandem-scheduler/tandem/pkg/sim/chaos"
-	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+	"github.com/tandem-scheduler/tandem/harness/controlplane"
+	"github.com/tandem-scheduler/tandem/harness/sim/chaos"
+	"github.com/tandem-scheduler/tandem/harness/sim/scenario"
 )
 
 func main() {

@@ -15,12 +15,12 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/tandem-scheduler/tandem/pkg/clusterautoscaler"
-	"github.com/tandem-scheduler/tandem/pkg/controlplane"
-	"github.com/tandem-scheduler/tandem/pkg/karpenter"
-	"github.com/tandem-scheduler/tandem/pkg/sim"
-	"github.com/tandem-scheduler/tandem/pkg/sim/report"
-	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+	"github.com/tandem-scheduler/tandem/harness/clusterautoscaler"
+	"github.com/tandem-scheduler/tandem/harness/controlplane"
+	"github.com/tandem-scheduler/tandem/harness/karpenter"
+	"github.com/tandem-scheduler/tandem/harness/sim"
+	"github.com/tandem-scheduler/tandem/harness/sim/report"
+	"github.com/tandem-scheduler/tandem/harness/sim/scenario"
 )
 
 func main() {

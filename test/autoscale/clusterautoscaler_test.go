@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tandem-scheduler/tandem/pkg/clusterautoscaler"
+	"github.com/tandem-scheduler/tandem/harness/clusterautoscaler"
 )
 
 // TestClusterAutoscalerNodeRegisters is the simulator's half of a node that

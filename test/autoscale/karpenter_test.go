@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/tandem-scheduler/tandem/pkg/controlplane"
-	"github.com/tandem-scheduler/tandem/pkg/inprocess"
-	"github.com/tandem-scheduler/tandem/pkg/karpenter"
-	"github.com/tandem-scheduler/tandem/pkg/sim/kubelet"
+	"github.com/tandem-scheduler/tandem/harness/controlplane"
+	"github.com/tandem-scheduler/tandem/harness/inprocess"
+	"github.com/tandem-scheduler/tandem/harness/karpenter"
+	"github.com/tandem-scheduler/tandem/harness/sim/kubelet"
 )
 
 const schedulerName = "tandem-scheduler"

@@ -19,10 +19,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/tandem-scheduler/tandem/pkg/clusterautoscaler"
-	"github.com/tandem-scheduler/tandem/pkg/controlplane"
-	"github.com/tandem-scheduler/tandem/pkg/karpenter"
-	"github.com/tandem-scheduler/tandem/pkg/sim/kubelet"
+	"github.com/tandem-scheduler/tandem/harness/clusterautoscaler"
+	"github.com/tandem-scheduler/tandem/harness/controlplane"
+	"github.com/tandem-scheduler/tandem/harness/karpenter"
+	"github.com/tandem-scheduler/tandem/harness/sim/kubelet"
 )
 
 // The cluster shared by the package's tests (they run one at a time).

@@ -7,10 +7,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tandem-scheduler/tandem/pkg/controlplane"
-	"github.com/tandem-scheduler/tandem/pkg/sim"
-	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
-	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+	"github.com/tandem-scheduler/tandem/harness/controlplane"
+	"github.com/tandem-scheduler/tandem/harness/sim"
+	"github.com/tandem-scheduler/tandem/harness/sim/arc"
+	"github.com/tandem-scheduler/tandem/harness/sim/scenario"
 )
 
 // TestSimulatorAutoscale runs test/scenarios/autoscale.yaml small (6 jobs

@@ -15,7 +15,7 @@ import (
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"k8s.io/kubernetes/test/utils/ktesting"
 
-	"github.com/tandem-scheduler/tandem/pkg/inprocess"
+	"github.com/tandem-scheduler/tandem/harness/inprocess"
 )
 
 func TestMain(m *testing.M) {

@@ -18,8 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/harness/sim/arc"
 	"github.com/tandem-scheduler/tandem/pkg/contract"
-	"github.com/tandem-scheduler/tandem/pkg/sim/arc"
 )
 
 // Labels of the benchmark's pods (templates/runner-hook.yaml).
@@ -53,7 +53,7 @@ type action struct {
 // Hook stands in for ARC's container hook (hooks v0.7.0) next to
 // scheduler_perf, which can create pods from templates but not a pod on the
 // node the scheduler chose for another one. When a runner carrying HookLabel
-// is bound, the hook creates its workflow pod as pkg/sim/arc builds it for
+// is bound, the hook creates its workflow pod as harness/sim/arc builds it for
 // the mode (spec.nodeName, or a required hostname affinity), sized by the
 // runner's tandem.dev/workflow-requests annotation. When either pod of a
 // pair is deleted it deletes the other: the job ended, the pair finished.
@@ -196,7 +196,7 @@ func (h *Hook) do(ctx context.Context, a action) error {
 	return nil
 }
 
-// workflowPod is the workflow pod of a bound runner: pkg/sim/arc's for the
+// workflowPod is the workflow pod of a bound runner: harness/sim/arc's for the
 // runner's hook mode, with the requests of its annotation on the job
 // container and an emptyDir in place of the work PVC.
 func workflowPod(runner *v1.Pod) (*v1.Pod, error) {

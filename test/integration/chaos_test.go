@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tandem-scheduler/tandem/pkg/controlplane"
-	"github.com/tandem-scheduler/tandem/pkg/sim/chaos"
-	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+	"github.com/tandem-scheduler/tandem/harness/controlplane"
+	"github.com/tandem-scheduler/tandem/harness/sim/chaos"
+	"github.com/tandem-scheduler/tandem/harness/sim/scenario"
 )
 
 // The short version of `make chaos`: the chaos scenario with 100 jobs per

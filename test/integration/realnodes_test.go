@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tandem-scheduler/tandem/pkg/sim"
-	"github.com/tandem-scheduler/tandem/pkg/sim/report"
-	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+	"github.com/tandem-scheduler/tandem/harness/sim"
+	"github.com/tandem-scheduler/tandem/harness/sim/report"
+	"github.com/tandem-scheduler/tandem/harness/sim/scenario"
 )
 
 // runOnRealNodes runs the scenario file on real kubelets with containerd
-// (pkg/realnode, built by make kubelet) with each scheduler, checks each
+// (harness/realnode, built by make kubelet) with each scheduler, checks each
 // run (checkRun) and that it was on real nodes.
 func runOnRealNodes(t *testing.T, file string, schedulers ...sim.Scheduler) map[sim.Kind]report.Run {
 	t.Helper()

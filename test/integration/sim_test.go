@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tandem-scheduler/tandem/pkg/sim"
-	"github.com/tandem-scheduler/tandem/pkg/sim/report"
-	"github.com/tandem-scheduler/tandem/pkg/sim/scenario"
+	"github.com/tandem-scheduler/tandem/harness/sim"
+	"github.com/tandem-scheduler/tandem/harness/sim/report"
+	"github.com/tandem-scheduler/tandem/harness/sim/scenario"
 )
 
 // compare runs the scenario file with the default kube-scheduler and with

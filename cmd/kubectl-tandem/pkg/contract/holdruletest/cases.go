@@ -4,7 +4,7 @@
 // tandem's hold rule runs: what a runner's reservation takes from its node,
 // given the runner's record and the pods the API shows. The plugin
 // (pkg/workflowreservation, through pkg/reservations), the simulator's
-// invariant checker (pkg/sim/invariant) and kubectl-tandem implement the
+// invariant checker (harness/sim/invariant) and kubectl-tandem implement the
 // rule each on their own, as second opinions of one another; this table
 // keeps them saying the same. kubectl-tandem runs the generated copy of
 // this package.
