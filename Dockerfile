@@ -18,10 +18,11 @@ ARG TARGETARCH
 # Empty: the newest minor hack/lib/version.sh lists.
 ARG KUBE_MINOR=
 WORKDIR /src
-# The minor's module and what it replaces (this tree's go.mod, kubectl-tandem's),
+# The minor's module and what it replaces (this tree's go.mod, kubectl-tandem's, the contract's),
 # then its modules: a layer that changes only with the dependencies.
 COPY go.mod go.sum ./
 COPY cmd/kubectl-tandem/go.mod cmd/kubectl-tandem/go.sum cmd/kubectl-tandem/
+COPY contract/go.mod contract/go.sum contract/
 COPY hack/lib/ hack/lib/
 COPY hack/compat/ hack/compat/
 RUN bash -c 'set -o errexit -o pipefail && source hack/lib/version.sh && \

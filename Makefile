@@ -95,7 +95,8 @@ chaos: control-plane build
 ## test: unit and integration tests (integration tests run real etcd + kube-apiserver and real kubelets with containerd, test/autoscale the real Karpenter); the unit tests of the plugin and the packages it calls (model, sizing, controllers, contract) also with -race
 .PHONY: test
 test: control-plane build karpenter kubelet verify test-tools test-kubectl-tandem
-	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/reservations/... ./pkg/sizing/... ./pkg/controllers/... ./pkg/contract/... ./pkg/leadership/... ./pkg/metrics/...
+	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/reservations/... ./pkg/sizing/... ./pkg/controllers/... ./pkg/leadership/... ./pkg/metrics/...
+	cd contract && $(GO) test -race -count=1 ./...
 	hack/bench-cycle.sh short
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	hack/bench-scheduler.sh short
@@ -122,10 +123,11 @@ test-autoscale: control-plane karpenter
 test-unit: test-kubectl-tandem
 	$(GO) test -count=1 ./pkg/... ./harness/... ./cmd/...
 
-## test-kubectl-tandem: vet and unit-test the kubectl plugin's module (its integration test is in test/integration)
+## test-kubectl-tandem: vet and unit-test the kubectl plugin's module (its integration test is in test/integration) and the contract module it shares with the scheduler
 .PHONY: test-kubectl-tandem
 test-kubectl-tandem:
 	cd cmd/kubectl-tandem && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd contract && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # kube-apiserver versions of make test-compat (v1.35.4, go.mod's, means bin/ itself).
 COMPAT_VERSIONS ?= v1.36.3 v1.37.2
@@ -146,18 +148,16 @@ build-versions: control-plane kubelet
 test-versions: build-versions
 	TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test-versions.sh
 
-## generate: deepcopy, conversion and defaulting code of pkg/apis (zz_generated.*.go), kubectl-tandem's copy of pkg/contract
+## generate: deepcopy, conversion and defaulting code of pkg/apis (zz_generated.*.go)
 .PHONY: generate
 generate:
 	hack/update-codegen.sh
-	hack/update-contract-copy.sh
 
-## verify: gofmt, generated code up to date (deepcopy, kubectl-tandem's copy of pkg/contract), golangci-lint (govet included)
+## verify: gofmt, generated code up to date (deepcopy), golangci-lint (govet included)
 .PHONY: verify
 verify: lint
 	hack/verify-gofmt.sh
 	hack/verify-codegen.sh
-	hack/verify-contract-copy.sh
 
 ## lint: golangci-lint v2 (pinned in hack/tools/lint, built into bin/) with .golangci.yaml
 .PHONY: lint
@@ -165,6 +165,7 @@ lint:
 	cd hack/tools/lint && $(GO) build -o ../../../bin/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	bin/golangci-lint run ./...
 	cd cmd/kubectl-tandem && ../../bin/golangci-lint run --config ../../.golangci.yaml ./...
+	cd contract && ../bin/golangci-lint run --config ../.golangci.yaml ./...
 
 ## local-up: etcd + kube-apiserver + tandem-scheduler in the background; prints the KUBECONFIG line
 .PHONY: local-up

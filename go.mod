@@ -26,6 +26,9 @@ require (
 // replace directives); test/integration runs it against the control plane.
 require github.com/tandem-scheduler/tandem/cmd/kubectl-tandem v0.0.0-00010101000000-000000000000
 
+// The wire contract is a module of its own, imported by kubectl-tandem too.
+require github.com/tandem-scheduler/tandem/contract v0.0.0-00010101000000-000000000000
+
 require (
 	github.com/go-errors/errors v1.4.2 // indirect
 	github.com/gregjones/httpcache v0.0.0-20190611155906-901d90724c79 // indirect
@@ -218,3 +221,5 @@ tool (
 )
 
 replace github.com/tandem-scheduler/tandem/cmd/kubectl-tandem => ./cmd/kubectl-tandem
+
+replace github.com/tandem-scheduler/tandem/contract => ./contract

@@ -2,6 +2,12 @@ module github.com/tandem-scheduler/tandem/cmd/kubectl-tandem
 
 go 1.25.0
 
+// The contract module lives beside this one in the repository (../../contract);
+// go.work here builds against it. A release tags contract/vX.Y.Z first and
+// requires that version here, so that `go install` resolves it
+// (docs/development.md, "Modules").
+require github.com/tandem-scheduler/tandem/contract v0.0.0-00010101000000-000000000000
+
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/spf13/cobra v1.10.0

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/clusterautoscaler"
 	"github.com/tandem-scheduler/tandem/harness/karpenter"
 	"github.com/tandem-scheduler/tandem/harness/realnode"
@@ -30,7 +31,6 @@ import (
 	"github.com/tandem-scheduler/tandem/harness/sim/report"
 	"github.com/tandem-scheduler/tandem/harness/sim/scenario"
 	"github.com/tandem-scheduler/tandem/harness/sim/storage"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 	"github.com/tandem-scheduler/tandem/pkg/webhook"
 )
 

@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/realnode"
 	"github.com/tandem-scheduler/tandem/harness/sim/arc"
 	"github.com/tandem-scheduler/tandem/harness/sim/report"
 	"github.com/tandem-scheduler/tandem/harness/sim/scenario"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // realNodes runs a run's nodes as real kubelets with containerd

@@ -3,7 +3,7 @@ package workflowreservation
 import (
 	"testing"
 
-	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 

@@ -8,7 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
-	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )

@@ -9,12 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
-	"github.com/tandem-scheduler/tandem/pkg/contract/holdruletest"
+	"github.com/tandem-scheduler/tandem/contract/holdruletest"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
-// The shared table of the hold rule (pkg/contract/holdruletest), which the
+// The shared table of the hold rule (contract/holdruletest), which the
 // invariant checker and kubectl-tandem run too: the plugin's informer
 // handlers see the runner and its pods as the API delivers them, and Filter's
 // reading of the node (reservedOn) is what the reservation takes from n1.

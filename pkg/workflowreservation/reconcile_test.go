@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"github.com/tandem-scheduler/tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
 )

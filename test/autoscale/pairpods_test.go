@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/controlplane"
 	"github.com/tandem-scheduler/tandem/harness/inprocess"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // TestRunnerWaitingForPairRoomGetsANode is issue 9's stall and its fix,

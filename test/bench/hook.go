@@ -18,8 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/sim/arc"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // Labels of the benchmark's pods (templates/runner-hook.yaml).

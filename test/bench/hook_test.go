@@ -18,8 +18,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/sim/arc"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 func runner(name string, mode arc.HookMode) *v1.Pod {

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/controlplane"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // benchPods names the benchmark's pods.

@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/controlplane"
 	"github.com/tandem-scheduler/tandem/harness/inprocess"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // arcController is the user name ARC's controller acts as in the chart's

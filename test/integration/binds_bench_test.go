@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/controlplane"
 	"github.com/tandem-scheduler/tandem/harness/inprocess"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // The API writes that scheduling a runner costs, the apiserver's own count

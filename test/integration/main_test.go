@@ -24,10 +24,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/controlplane"
 	"github.com/tandem-scheduler/tandem/harness/inprocess"
 	"github.com/tandem-scheduler/tandem/harness/sim/arc"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // restConfig reaches the control plane shared by every test of the package.

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/inprocess"
 	"github.com/tandem-scheduler/tandem/harness/sim/kubelet"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // Issue 9, items 1 and 4: with reservationMode Pods, room held for a

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/controlplane"
 	"github.com/tandem-scheduler/tandem/harness/inprocess"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // Issue 37: every job, and every pod author in any namespace, is a tenant.

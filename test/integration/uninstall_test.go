@@ -6,8 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/inprocess"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // cleanupSelectors are the label selectors docs/install.md's uninstall

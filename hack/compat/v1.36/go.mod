@@ -69,6 +69,7 @@ require (
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
+	github.com/tandem-scheduler/tandem/contract v0.0.0-00010101000000-000000000000 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.etcd.io/etcd/api/v3 v3.6.8 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.6.8 // indirect
@@ -191,4 +192,5 @@ tool (
 replace (
 	github.com/tandem-scheduler/tandem => ../../..
 	github.com/tandem-scheduler/tandem/cmd/kubectl-tandem => ../../../cmd/kubectl-tandem
+	github.com/tandem-scheduler/tandem/contract => ../../../contract
 )

@@ -76,6 +76,7 @@ require (
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/tandem-scheduler/tandem/contract v0.0.0-00010101000000-000000000000 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.etcd.io/etcd/api/v3 v3.7.0 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.7.0 // indirect
@@ -197,4 +198,5 @@ tool (
 replace (
 	github.com/tandem-scheduler/tandem => ../../..
 	github.com/tandem-scheduler/tandem/cmd/kubectl-tandem => ../../../cmd/kubectl-tandem
+	github.com/tandem-scheduler/tandem/contract => ../../../contract
 )

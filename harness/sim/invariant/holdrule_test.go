@@ -6,10 +6,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/tandem-scheduler/tandem/pkg/contract/holdruletest"
+	"github.com/tandem-scheduler/tandem/contract/holdruletest"
 )
 
-// The shared table of the hold rule (pkg/contract/holdruletest), which the
+// The shared table of the hold rule (contract/holdruletest), which the
 // plugin and kubectl-tandem run too: the checker watches the runner and its
 // pods come, and what it counts as reserved on n1 is what the reservation
 // takes from the node.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 // PodKind is what a pod is to tandem.

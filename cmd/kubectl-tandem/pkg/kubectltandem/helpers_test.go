@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 // t0 is when the test objects were created.

@@ -7,11 +7,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract/holdruletest"
+	"github.com/tandem-scheduler/tandem/contract/holdruletest"
 )
 
-// The shared table of the hold rule (pkg/contract/holdruletest, of which
-// this module has a generated copy), which the plugin and the invariant
+// The shared table of the hold rule (contract/holdruletest), which the plugin and the invariant
 // checker run too: what kubectl-tandem reads from the API as the room the
 // runner's reservation holds on n1.
 func TestHoldRuleTable(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 // NodeUsage is a node's room once reservations are counted.

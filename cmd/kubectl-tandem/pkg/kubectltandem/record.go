@@ -5,14 +5,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 // The names tandem uses on pods, the record's form and its checks are the
-// wire contract's: pkg/contract, of which this module carries a generated
-// copy (this module cannot import the plugin's: it would pull in
-// kube-scheduler and its replace directives, and `go install ...@latest`
-// refuses a module with those).
+// wire contract's: the contract module the scheduler imports too (this
+// module cannot import the scheduler's: it would pull in kube-scheduler and
+// its replace directives, and `go install ...@latest` refuses a module with
+// those).
 
 // invalid says why the record on pod holds nothing, "" when it holds room.
 // These are the plugin's own checks, made when it rebuilds a reservation

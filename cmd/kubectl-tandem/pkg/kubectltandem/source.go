@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 // Phase is where a reservation is in its life, as tandem's metrics name it.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tandem-scheduler/tandem/cmd/kubectl-tandem/pkg/contract"
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 // quantities compares quantities by value ("1000m" is "1") and treats an

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
-	"github.com/tandem-scheduler/tandem/pkg/contract"
 )
 
 // standardContainerResources are the unprefixed resource names a container

@@ -3,10 +3,9 @@
 // plugin, tandem-webhook, the simulator's invariant checker and
 // kubectl-tandem all read them from here, so that they cannot drift apart.
 //
-// It imports only k8s.io/api and apimachinery. kubectl-tandem is a module of
-// its own (go install refuses this module's replace directives) and carries
-// a generated copy of this package (hack/update-contract-copy.sh), which
-// make verify checks.
+// It is a module of its own that imports only k8s.io/api and apimachinery,
+// as k8s.io/api is: kubectl-tandem, which go install builds without the
+// scheduler's replace directives, imports it as the scheduler does.
 //
 // Who can set what tandem reads, and what it lets them do:
 //

@@ -10,7 +10,7 @@ import (
 )
 
 // The contract is a leaf: the standard library, k8s.io/api and
-// apimachinery only, so that every reader (and kubectl-tandem's copy, a
+// apimachinery only, so that every reader (kubectl-tandem too, a
 // module without the scheduler) can import it.
 func TestImportsOnlyTheAPI(t *testing.T) {
 	entries, err := os.ReadDir(".")
