@@ -1,10 +1,11 @@
 // Package holdruletest is the one table of cases that every reader of
 // tandem's hold rule runs: what a runner's reservation takes from its node,
-// given the runner's record and the pods the API shows. The plugin
-// (pkg/workflowreservation, through pkg/reservations), the simulator's
-// invariant checker (harness/sim/invariant) and kubectl-tandem implement the
-// rule each on their own, as second opinions of one another; this table
-// keeps them saying the same.
+// given the runner's record and the pods the API shows. The rule itself is
+// contract.Holding; the plugin (pkg/workflowreservation, through
+// pkg/reservations, from the scheduler's snapshot), the simulator's
+// invariant checker (harness/sim/invariant) and kubectl-tandem (both from
+// the API) each tell the runner's pods apart and feed it; this table keeps
+// what they feed it the same.
 //
 // Every case is runner r1 in namespace arc (UID r1), bound to node n1 with a
 // recorded reservation, and the runner's other pods, each named by its

@@ -130,7 +130,7 @@ func (f *Feeder) OnEphemeralRunner(logger klog.Logger, obj any, added bool) {
 func (f *Feeder) ReleaseWithoutWorkflowPod(logger klog.Logger, key types.NamespacedName, uid types.UID) {
 	if r, ok := f.store.Get(key); ok {
 		for _, wf := range f.WorkflowPods(key) {
-			if !IsTerminal(wf) && r.Owns(wf) && contract.MayClaimOn(wf, r.Node) {
+			if !contract.IsTerminal(wf) && r.Owns(wf) && contract.MayClaimOn(wf, r.Node) {
 				logger.V(4).Info("Runner's workflow pod exists; keeping its reservation past the grace", "runner", key, "pod", klog.KObj(wf))
 				return
 			}

@@ -500,7 +500,7 @@ func (f *Feeder) WantPlaceholder(key RunnerKey) (*v1.Pod, *v1.Pod) {
 	if err != nil || runner.UID != key.UID {
 		return nil, nil
 	}
-	if runner.DeletionTimestamp != nil || IsTerminal(runner) {
+	if runner.DeletionTimestamp != nil || contract.IsTerminal(runner) {
 		return runner, nil
 	}
 	owner := f.ProfileOf(runner)
@@ -520,7 +520,7 @@ func (f *Feeder) WantPlaceholder(key RunnerKey) (*v1.Pod, *v1.Pod) {
 		return runner, nil
 	}
 	for _, wf := range f.WorkflowPods(nn) {
-		if !r.Owns(wf) || IsTerminal(wf) || !contract.MayClaimOn(wf, r.Node) {
+		if !r.Owns(wf) || contract.IsTerminal(wf) || !contract.MayClaimOn(wf, r.Node) {
 			continue // not the runner's workflow pod, or one on another node: an ordinary pod
 		}
 		if wf.Spec.NodeName == "" {
@@ -535,7 +535,7 @@ func (f *Feeder) WantPlaceholder(key RunnerKey) (*v1.Pod, *v1.Pod) {
 		}
 		return runner, nil // it takes the room: the placeholder yields
 	}
-	hold, _ := r.Holds(reservations.RunnerPods{})
+	hold, _ := r.Holds(contract.RunnerPods{})
 	hold.Pods = 0
 	if hold.IsZero() {
 		return runner, nil

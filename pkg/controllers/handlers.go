@@ -149,7 +149,7 @@ func (f *Feeder) OnPod(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
-	if IsTerminal(pod) {
+	if contract.IsTerminal(pod) {
 		// The scheduler's informer drops terminal pods (a delete); other
 		// informers deliver them as updates.
 		f.onPodGone(logger, pod, true)
@@ -226,7 +226,7 @@ func (f *Feeder) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	// Informers deliver existing pods in any order: the workflow pod may
 	// have been seen before its runner.
 	for _, wf := range f.WorkflowPods(key) {
-		if wf.Spec.NodeName != "" && !IsTerminal(wf) {
+		if wf.Spec.NodeName != "" && !contract.IsTerminal(wf) {
 			f.observeWorkflow(logger, wf, key)
 		}
 	}
@@ -289,7 +289,7 @@ func (f *Feeder) OnPodDelete(logger klog.Logger, obj any) {
 		obj = d.Obj
 	}
 	if pod, ok := obj.(*v1.Pod); ok {
-		f.onPodGone(logger, pod, IsTerminal(pod))
+		f.onPodGone(logger, pod, contract.IsTerminal(pod))
 	}
 }
 
@@ -418,7 +418,7 @@ func (f *Feeder) beyondNode(r *reservations.Reservation, runner *v1.Pod) error {
 		return nil //nolint:nilerr // not in the cache yet: the reconciler checks again
 	}
 	need := r.Size.Add(reservations.PodAmount(runner))
-	alloc := reservations.AmountFromList(node.Status.Allocatable)
+	alloc := contract.AmountFromList(node.Status.Allocatable)
 	over := func(want, have int64, listed bool) bool { return listed && want > have }
 	_, hasCPU := node.Status.Allocatable[v1.ResourceCPU]
 	_, hasMemory := node.Status.Allocatable[v1.ResourceMemory]

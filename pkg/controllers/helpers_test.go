@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 func runnerPod(name string) *st.PodWrapper {
@@ -20,7 +20,7 @@ func units(cpu string) map[v1.ResourceName]string {
 // placeholderOf builds runner's placeholder holding cpu on n1, as the worker
 // would.
 func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
-	p := PlaceholderFor(runner, "n1", reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), "pause:3.10")
+	p := PlaceholderFor(runner, "n1", contract.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), "pause:3.10")
 	p.UID = types.UID(p.Name)
 	return p
 }

@@ -102,7 +102,7 @@ func TestListingReleasesWhatIsNotARunner(t *testing.T) {
 		if err := pods.Add(p); err != nil {
 			t.Fatal(err)
 		}
-		f.store.Rebuild(&reservations.Reservation{Runner: types.NamespacedName{Namespace: "arc", Name: p.Name}, RunnerUID: p.UID, Node: "n1", Size: reservations.Amount{MilliCPU: 2500}})
+		f.store.Rebuild(&reservations.Reservation{Runner: types.NamespacedName{Namespace: "arc", Name: p.Name}, RunnerUID: p.UID, Node: "n1", Size: contract.Amount{MilliCPU: 2500}})
 	}
 	f.UsePods(corelisters.NewPodLister(pods))
 	f.arc.Store(arcUnknown)

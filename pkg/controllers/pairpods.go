@@ -18,7 +18,6 @@ import (
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // Pair pods. Cluster Autoscaler and Karpenter take every pending pod that a
@@ -147,7 +146,7 @@ func (p *PairPods) Run(ctx context.Context) { p.work(ctx, p.sync) }
 func (p *PairPods) sync(ctx context.Context, key RunnerKey) error {
 	logger := klog.FromContext(ctx)
 	runner, err := p.pods.Pods(key.Namespace).Get(key.Name)
-	waiting := err == nil && runner.UID == key.UID && runner.Spec.NodeName == "" && runner.DeletionTimestamp == nil && !IsTerminal(runner)
+	waiting := err == nil && runner.UID == key.UID && runner.Spec.NodeName == "" && runner.DeletionTimestamp == nil && !contract.IsTerminal(runner)
 	p.mu.Lock()
 	want := p.want[key.UID]
 	if !waiting {
@@ -208,7 +207,7 @@ func (p *PairPods) sync(ctx context.Context, key RunnerKey) error {
 	logger.V(2).Info("Created pair pod for cluster autoscalers", "pod", klog.KObj(created), "runner", klog.KObj(runner), "requests", want.Spec.Containers[0].Resources.Requests)
 	p.recorder(runner, v1.EventTypeNormal, contract.ReasonPairPodCreated, Truncate(fmt.Sprintf(
 		"Created pending pod %s requesting %s for cluster autoscalers: no node has room for the runner and its workflow pod together",
-		created.Name, reservations.AmountFromList(want.Spec.Containers[0].Resources.Requests))))
+		created.Name, contract.AmountFromList(want.Spec.Containers[0].Resources.Requests))))
 	return nil
 }
 
@@ -263,14 +262,14 @@ func (p *PairPods) Sweep() {
 
 // PairPodFor builds the pair pod of runner: requests of the runner and its
 // reservation (workflow pod and step headroom), placed like the runner.
-func PairPodFor(runner *v1.Pod, runnerRequest, workflow reservations.Amount, ports []contract.HostPort, image string) *v1.Pod {
+func PairPodFor(runner *v1.Pod, runnerRequest, workflow contract.Amount, ports []contract.HostPort, image string) *v1.Pod {
 	total := runnerRequest.Add(workflow)
 	total.Pods = 0
 	requests := total.ToList()
 	pod := holdingPod(runner, "pair", image, requests, ports)
 	pod.Name = contract.PairPodName(runner.Name)
 	pod.Labels = map[string]string{contract.PairPodLabel: "true"}
-	pod.Annotations = map[string]string{contract.PairOfAnnotation: runner.Name, contract.PairSizeAnnotation: reservations.AmountFromList(requests).String()}
+	pod.Annotations = map[string]string{contract.PairOfAnnotation: runner.Name, contract.PairSizeAnnotation: contract.AmountFromList(requests).String()}
 	pod.Spec.NodeSelector = runner.Spec.NodeSelector
 	if runner.Spec.Affinity != nil && runner.Spec.Affinity.NodeAffinity != nil {
 		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: runner.Spec.Affinity.NodeAffinity.DeepCopy()}

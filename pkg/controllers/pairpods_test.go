@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
@@ -13,7 +14,7 @@ import (
 // apiserver would refuse a pair pod for a GPU runner.
 func TestPairPodLimitsEqualRequests(t *testing.T) {
 	runner := runnerPod("gpu").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", "nvidia.com/gpu": "1"}).Obj()
-	pair := PairPodFor(runner, reservations.PodAmount(runner), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, "pause:3.10")
+	pair := PairPodFor(runner, reservations.PodAmount(runner), contract.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, "pause:3.10")
 	res := pair.Spec.Containers[0].Resources
 	if len(res.Requests) == 0 {
 		t.Fatal("pair pod requests nothing")

@@ -570,7 +570,7 @@ func (p *Placeholders) createRenamed(ctx context.Context, key RunnerKey, runner,
 			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderNameTaken, Truncate(fmt.Sprintf(
 				"Pod %s, which tandem did not create, has the name of this runner's placeholder; the placeholder gets a generated name", old.Name)))
 		}
-	case IsTerminal(old) && old.DeletionTimestamp == nil:
+	case contract.IsTerminal(old) && old.DeletionTimestamp == nil:
 		if err := p.delete(ctx, p.client, old); err != nil {
 			return nil, err
 		}
@@ -655,14 +655,14 @@ func (p *Placeholders) Sweep(rs []reservations.Reservation) {
 // the reservation holds, with the runner's priority and tolerations. Not its
 // host ports: the stock NodePorts would then keep the workflow pod off the
 // node; tandem's accounting keeps holding them.
-func PlaceholderFor(runner *v1.Pod, node string, hold reservations.Amount, image string) *v1.Pod {
+func PlaceholderFor(runner *v1.Pod, node string, hold contract.Amount, image string) *v1.Pod {
 	requests := hold.ToList()
 	pod := holdingPod(runner, "hold", image, requests, nil)
 	pod.Name = contract.PlaceholderName(runner.Name)
 	pod.Labels = map[string]string{contract.PlaceholderLabel: "true"}
 	pod.Annotations = map[string]string{
 		contract.PlaceholderOfAnnotation:   runner.Name,
-		contract.PlaceholderSizeAnnotation: reservations.AmountFromList(requests).String(),
+		contract.PlaceholderSizeAnnotation: contract.AmountFromList(requests).String(),
 		SafeToEvictAnnotation:              "false",
 		DoNotDisruptAnnotation:             "true",
 	}

@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"unicode/utf8"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 // maxNoteLength is the events API's limit on a note.
@@ -21,9 +19,4 @@ func Truncate(s string) string {
 		cut--
 	}
 	return s[:cut] + ellipsis
-}
-
-// IsTerminal reports whether the pod ran to its end.
-func IsTerminal(pod *v1.Pod) bool {
-	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
 }

@@ -67,7 +67,7 @@ func (f *Feeder) finishedWorkflowPods(ctx context.Context, logger klog.Logger) f
 			continue
 		}
 		for i := range list.Items {
-			if p := &list.Items[i]; IsTerminal(p) {
+			if p := &list.Items[i]; contract.IsTerminal(p) {
 				out.byUID[p.UID] = p
 				runner := types.NamespacedName{Namespace: p.Namespace, Name: p.Labels[f.runnerPodLabel]}
 				out.byRunner[runner] = append(out.byRunner[runner], p)
@@ -100,7 +100,7 @@ func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reserva
 		return false
 	}
 	switch {
-	case pod == nil || pod.UID != r.RunnerUID || IsTerminal(pod):
+	case pod == nil || pod.UID != r.RunnerUID || contract.IsTerminal(pod):
 		if _, ok := f.store.Release(r.Runner, r.RunnerUID); ok {
 			f.repaired(logger, stub(r), metrics.RepairRunnerGone, fmt.Sprintf("Released %s on node %s: the runner is gone", r.Size, r.Node))
 			return true
@@ -152,7 +152,7 @@ func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reserva
 	workflows := f.WorkflowPods(r.Runner)
 	if r.ClaimedBy() != "" {
 		for _, wf := range workflows {
-			if wf.UID == r.ClaimedBy() && !IsTerminal(wf) && finished.byUID[wf.UID] == nil {
+			if wf.UID == r.ClaimedBy() && !contract.IsTerminal(wf) && finished.byUID[wf.UID] == nil {
 				return false
 			}
 		}
@@ -163,7 +163,7 @@ func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reserva
 		return false
 	}
 	for _, wf := range workflows {
-		if wf.Spec.NodeName == r.Node && !IsTerminal(wf) && finished.byUID[wf.UID] == nil && r.Owns(wf) {
+		if wf.Spec.NodeName == r.Node && !contract.IsTerminal(wf) && finished.byUID[wf.UID] == nil && r.Owns(wf) {
 			f.observeWorkflow(logger, wf, r.Runner)
 			f.repaired(logger, pod, metrics.RepairClaimed, fmt.Sprintf("Workflow pod %s on node %s had not been counted as the reservation's claim", wf.Name, wf.Spec.NodeName))
 			return true
@@ -206,7 +206,7 @@ func (f *Feeder) warnUnrecorded(logger klog.Logger) {
 		return
 	}
 	for _, pod := range pods {
-		if pod.Spec.NodeName == "" || IsTerminal(pod) || pod.DeletionTimestamp != nil || !f.Trusted(pod) {
+		if pod.Spec.NodeName == "" || contract.IsTerminal(pod) || pod.DeletionTimestamp != nil || !f.Trusted(pod) {
 			continue
 		}
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 )
 
@@ -141,7 +142,7 @@ func whoHasName(ctx context.Context, client clientset.Interface, want *v1.Pod, i
 		return nil, nameOwn
 	case !is(old):
 		return old, nameSquatted
-	case old.DeletionTimestamp != nil || IsTerminal(old) || metav1.GetControllerOf(old).UID != uid:
+	case old.DeletionTimestamp != nil || contract.IsTerminal(old) || metav1.GetControllerOf(old).UID != uid:
 		// Another incarnation's goes with its own key's sync.
 		return old, nameGoing
 	}

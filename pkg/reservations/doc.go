@@ -1,7 +1,7 @@
 // Package reservations is tandem's reservation model: the room held on a
 // node for a runner's future workflow pod (Reservation), the resource
-// arithmetic it is held in (Amount), what a reservation still holds given
-// its runner's pods on the node (the hold rule, Holds), and the Store of
+// arithmetic it is held in (contract.Amount), what a reservation still holds given
+// its runner's pods on the node (Holds, through the contract's hold rule), and the Store of
 // all of them. It is pure: no clients, informers or clocks; the scheduler
 // plugin and its controllers feed it.
 //
@@ -38,7 +38,7 @@
 //
 // # What a reservation holds
 //
-// See Reservation.Holds: all of it before the workflow pod arrives, the step
+// See contract.Holding: all of it before the workflow pod arrives, the step
 // headroom the pods do not use while the workflow pod runs, nothing once it
 // is used up; less what the runner's placeholder already requests there.
 package reservations

@@ -10,37 +10,12 @@ import (
 	"github.com/tandem-scheduler/tandem/contract"
 )
 
-// What a reservation still holds on a node depends on which of its runner's
-// pods are there, in the node's accounting (the scheduler's snapshot, with
-// the pods it assumed):
-//
-//   - before the workflow pod arrives: all of it, host ports included;
-//   - once the workflow pod is there: the step headroom, less what the
-//     workflow pod takes beyond the workflow part, less the requests of the
-//     runner's step pods running there; its host ports are the pod's own;
-//   - once the workflow pod is gone: nothing (a pod of the runner on
-//     another node is not its workflow pod: it claims nothing);
-//   - less, at any time, what the runner's placeholder (reservationMode:
-//     Pods) requests on the node: that pod's requests are the node's
-//     already (it holds no host ports: NodePorts would keep the workflow
-//     pod off its own placeholder's node).
-//
-// So a hand-over has neither a gap nor a double count, whichever of the
-// scheduler and the plugin's handler saw the pod first.
-
-// RunnerPods is what one reservation's runner has on the node.
-type RunnerPods struct {
-	Workflow        bool
-	WorkflowRequest Amount
-	Steps           Amount
-	// placeholder is what the runner's placeholder pods there request.
-	Placeholder    Amount
-	HasPlaceholder bool
-}
+// The hold rule is the contract's (contract.Holding); Facts carries what it
+// reads of a reservation, and Holds applies it.
 
 // Held is what the reservations on a node hold against a pod.
 type Held struct {
-	Amount Amount
+	Amount contract.Amount
 	Ports  []contract.HostPort
 }
 
@@ -58,7 +33,7 @@ type Facts struct {
 	RunnerCreated time.Time
 	Stale         []types.UID
 	ClaimedBy     types.UID
-	Size, Step    Amount
+	Size, Step    contract.Amount
 	Ports         []contract.HostPort
 	Done          bool
 	NoWorkflowPod bool
@@ -108,42 +83,24 @@ func FindFacts(fs []Facts, key uint64, namespace, name string) int {
 }
 
 // Owns reports whether pod, which carries the runner's name in its
-// runner-pod label, is this incarnation's workflow pod: created no earlier
-// than the runner, and not one of the pods an earlier runner of the name
-// left.
+// runner-pod label, is of this runner incarnation (contract.OfIncarnation).
 func (f *Facts) Owns(pod *v1.Pod) bool {
-	return !pod.CreationTimestamp.Time.Before(f.RunnerCreated) && !slices.Contains(f.Stale, pod.UID)
+	return contract.OfIncarnation(pod, f.RunnerCreated, f.Stale)
 }
 
 // Holds returns what r still holds, given its runner's pods on the node.
-func (r *Reservation) Holds(on RunnerPods) (Amount, []contract.HostPort) {
+func (r *Reservation) Holds(on contract.RunnerPods) (contract.Amount, []contract.HostPort) {
 	f := r.Facts()
 	return f.Holds(on)
 }
 
 // Holds returns what the reservation still holds, given its runner's pods on
 // the node.
-func (f *Facts) Holds(on RunnerPods) (Amount, []contract.HostPort) {
-	a, ports := f.holdsWithoutPlaceholder(on)
-	if !on.HasPlaceholder {
-		return a, ports
+func (f *Facts) Holds(on contract.RunnerPods) (contract.Amount, []contract.HostPort) {
+	h := contract.Holding{Size: f.Size, Step: f.Step, Ended: f.Done, Claimed: f.ClaimedBy != "", NoWorkflowPod: f.NoWorkflowPod}
+	held, ports := h.Holds(on)
+	if !ports {
+		return held, nil
 	}
-	return a.Sub(on.Placeholder).AtLeastZero(), ports
-}
-
-func (f *Facts) holdsWithoutPlaceholder(on RunnerPods) (Amount, []contract.HostPort) {
-	switch {
-	case f.Done:
-		return Amount{}, nil
-	case !on.Workflow && f.ClaimedBy == "" && f.NoWorkflowPod:
-		return f.Step.Sub(on.Steps).AtLeastZero(), nil
-	case !on.Workflow && f.ClaimedBy == "":
-		return f.Size.Sub(on.Steps).AtLeastZero(), f.Ports
-	case !on.Workflow:
-		// Claimed (assumed by the scheduler, or seen by the handler) but
-		// not in this snapshot yet: keep all of it, no gap.
-		return f.Size, f.Ports
-	}
-	headroom := f.Size.Sub(on.WorkflowRequest).AtLeastZero().AtMost(f.Step)
-	return headroom.Sub(on.Steps).AtLeastZero(), nil
+	return held, f.Ports
 }

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 // A reservation of runner r1 (incarnation u1) on n1, in a given state.
@@ -31,7 +33,7 @@ var (
 
 func lifecycleStore(from start) (*Store, *Reservation) {
 	r := &Reservation{Runner: lifecycleRunner, RunnerUID: "u1", RunnerCreated: lifecycleCreated, Node: "n1",
-		Size: Amount{MilliCPU: 2000, Pods: 2}, Step: Amount{MilliCPU: 500, Pods: 1}, StaleJob: "old-job", Stale: []types.UID{"stale-wf"}}
+		Size: contract.Amount{MilliCPU: 2000, Pods: 2}, Step: contract.Amount{MilliCPU: 500, Pods: 1}, StaleJob: "old-job", Stale: []types.UID{"stale-wf"}}
 	from(r)
 	s := NewStore()
 	s.Take(r)
@@ -112,7 +114,7 @@ func TestTake(t *testing.T) {
 	runVerbCases(t, map[string]verbCase{
 		// Take replaces whatever the runner had: a new incarnation's cycle.
 		"replaces a used-up one": {from: usedUp, do: func(s *Store, _ *Reservation) any {
-			s.Take(&Reservation{Runner: lifecycleRunner, RunnerUID: "u2", Node: "n1", Size: Amount{MilliCPU: 1, Pods: 1}})
+			s.Take(&Reservation{Runner: lifecycleRunner, RunnerUID: "u2", Node: "n1", Size: contract.Amount{MilliCPU: 1, Pods: 1}})
 			return nil
 		}, want: nil, after: `Held bound=false by="" seen=false job=false`, replaces: true},
 	})
@@ -121,7 +123,7 @@ func TestTake(t *testing.T) {
 func TestRebuild(t *testing.T) {
 	runVerbCases(t, map[string]verbCase{
 		"replaces and is bound": {from: unbound, do: func(s *Store, _ *Reservation) any {
-			s.Rebuild(&Reservation{Runner: lifecycleRunner, RunnerUID: "u1", Node: "n1", Size: Amount{MilliCPU: 1, Pods: 1}})
+			s.Rebuild(&Reservation{Runner: lifecycleRunner, RunnerUID: "u1", Node: "n1", Size: contract.Amount{MilliCPU: 1, Pods: 1}})
 			return nil
 		}, want: nil, after: `Held bound=true by="" seen=false job=false`, replaces: true},
 	})

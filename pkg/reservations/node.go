@@ -3,6 +3,8 @@ package reservations
 import (
 	"slices"
 	"sync/atomic"
+
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 // NodeReservations are one node's reservations, sorted by runner name (then
@@ -80,7 +82,7 @@ func (c *HeldCache) Read(generation int64) (Held, bool) {
 	if g := c.generation.Load(); g != generation && g != anyGeneration {
 		return Held{}, false
 	}
-	h := Held{Amount: Amount{MilliCPU: c.milliCPU.Load(), Memory: c.memory.Load(), Pods: c.pods.Load()}}
+	h := Held{Amount: contract.Amount{MilliCPU: c.milliCPU.Load(), Memory: c.memory.Load(), Pods: c.pods.Load()}}
 	if rest := c.rest.Load(); rest != nil {
 		h.Amount.EphemeralStorage, h.Amount.Scalar, h.Ports = rest.Amount.EphemeralStorage, rest.Amount.Scalar, rest.Ports
 	}
@@ -104,7 +106,7 @@ func (c *HeldCache) write(generation int64, held Held) {
 	c.pods.Store(held.Amount.Pods)
 	var rest *Held
 	if held.Amount.EphemeralStorage != 0 || len(held.Amount.Scalar) > 0 || len(held.Ports) > 0 {
-		rest = &Held{Amount: Amount{EphemeralStorage: held.Amount.EphemeralStorage, Scalar: held.Amount.Scalar}, Ports: held.Ports}
+		rest = &Held{Amount: contract.Amount{EphemeralStorage: held.Amount.EphemeralStorage, Scalar: held.Amount.Scalar}, Ports: held.Ports}
 	}
 	c.rest.Store(rest)
 	c.seq.Store(seq + 2)

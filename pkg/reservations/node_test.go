@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 // An index of the scheduler's nodes keeps the store's entries of its nodes
@@ -13,7 +15,7 @@ import (
 // gets the node's reservations.
 func TestNodesKeepsTheIndexedEntries(t *testing.T) {
 	s := NewStore()
-	a := &Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: Amount{MilliCPU: 1000, Pods: 1}}
+	a := &Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: contract.Amount{MilliCPU: 1000, Pods: 1}}
 	s.Take(a)
 	first := s.Nodes([]string{"n1", "n2"}, nil)
 	if len(first) != 2 || first[0].Name() != "n1" || first[1].Name() != "n2" {
@@ -31,7 +33,7 @@ func TestNodesKeepsTheIndexedEntries(t *testing.T) {
 	if h, ok := first[0].Cached(1); !ok || !h.Amount.IsZero() {
 		t.Errorf("n1 without reservations: held %v (known %t), want nothing, known", h.Amount, ok)
 	}
-	b := &Reservation{Runner: key("b"), RunnerUID: "b", Node: "n1", Size: Amount{MilliCPU: 500, Pods: 1}}
+	b := &Reservation{Runner: key("b"), RunnerUID: "b", Node: "n1", Size: contract.Amount{MilliCPU: 500, Pods: 1}}
 	s.Take(b)
 	if got := first[0].Reservations(); len(got) != 1 || got[0] != b {
 		t.Fatalf("n1's indexed entry holds %v, want b", got)
@@ -63,7 +65,7 @@ func TestNodesKeepsTheIndexedEntries(t *testing.T) {
 		t.Error("n1, in no index and without reservations, kept its entry")
 	}
 	// n3 is deleted: its entry is gone, whatever the index.
-	s.Take(&Reservation{Runner: key("c"), RunnerUID: "c", Node: "n3", Size: Amount{MilliCPU: 500, Pods: 1}})
+	s.Take(&Reservation{Runner: key("c"), RunnerUID: "c", Node: "n3", Size: contract.Amount{MilliCPU: 500, Pods: 1}})
 	if got := s.ReleaseNode("n3"); len(got) != 1 || !second[1].Gone() {
 		t.Errorf("ReleaseNode(n3) returned %d reservations, n3's entry gone %t; want 1, gone", len(got), second[1].Gone())
 	}
@@ -81,8 +83,8 @@ func TestNodeCached(t *testing.T) {
 	if h, ok := n.Cached(7); !ok || !h.Amount.IsZero() {
 		t.Fatalf("no reservations: %v, %t; want nothing held, known", h.Amount, ok)
 	}
-	s.Take(&Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: Amount{MilliCPU: 1000, Pods: 1}})
-	held := Held{Amount: Amount{MilliCPU: 1000, Pods: 1}}
+	s.Take(&Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: contract.Amount{MilliCPU: 1000, Pods: 1}})
+	held := Held{Amount: contract.Amount{MilliCPU: 1000, Pods: 1}}
 	s.WithNode("n1", func(n *NodeReservations) { n.Cache(7, held) })
 	if h, ok := n.Cached(7); !ok || !cmp.Equal(h, held) {
 		t.Fatalf("cached for generation 7: %v, %t; want %v", h, ok, held)
@@ -108,7 +110,7 @@ func TestNodeCached(t *testing.T) {
 // fields of two values.
 func TestNodeCachedIsNeverTorn(t *testing.T) {
 	s := NewStore()
-	s.Take(&Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: Amount{MilliCPU: 1000, Pods: 1}})
+	s.Take(&Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: contract.Amount{MilliCPU: 1000, Pods: 1}})
 	n := s.Nodes([]string{"n1"}, nil)[0]
 	done := make(chan struct{})
 	go func() {
@@ -116,7 +118,7 @@ func TestNodeCachedIsNeverTorn(t *testing.T) {
 		for i := int64(1); i <= 20000; i++ {
 			// A value whose fields agree: i of everything, for generation i%2.
 			s.WithNode("n1", func(n *NodeReservations) {
-				n.Cache(i%2, Held{Amount: Amount{MilliCPU: i, Memory: i, EphemeralStorage: i, Pods: i}})
+				n.Cache(i%2, Held{Amount: contract.Amount{MilliCPU: i, Memory: i, EphemeralStorage: i, Pods: i}})
 			})
 		}
 	}()

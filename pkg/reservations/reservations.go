@@ -31,11 +31,11 @@ type Reservation struct {
 	Node  string
 	// size is the room held before the workflow pod arrives: its request,
 	// step headroom included, one pod for each.
-	Size Amount
+	Size contract.Amount
 	// step is the headroom for container-step pods within size (one pod
 	// included): after the workflow pod's claim, only it stays held, for
 	// the step pods to use, until the runner ends.
-	Step Amount
+	Step contract.Amount
 	// ports are the host ports the workflow pod will use, held until it
 	// arrives.
 	Ports  []contract.HostPort
@@ -112,7 +112,7 @@ func (r *Reservation) Phase() string {
 // tally counts reservations by phase and sums the room held unclaimed.
 type tally struct {
 	byPhase map[string]int
-	held    Amount
+	held    contract.Amount
 }
 
 func (t *tally) count(r *Reservation, sign int64) {
@@ -204,13 +204,13 @@ func (s *Store) Empty() bool {
 // SumOn adds up the reservations on node that are not used up and for
 // which count is true. It runs on every Filter and Score call: it copies
 // nothing and allocates nothing for cpu, memory and pods.
-func (s *Store) SumOn(node string, count func(*Reservation) bool) Amount {
+func (s *Store) SumOn(node string, count func(*Reservation) bool) contract.Amount {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var sum Amount
+	var sum contract.Amount
 	n := s.byNode[node]
 	if n == nil {
-		return Amount{}
+		return contract.Amount{}
 	}
 	for _, r := range n.list {
 		if !r.done && count(r) {
@@ -221,7 +221,7 @@ func (s *Store) SumOn(node string, count func(*Reservation) bool) Amount {
 }
 
 // Counts returns the tally: reservations by phase and the room held unclaimed.
-func (s *Store) Counts() (map[string]int, Amount) {
+func (s *Store) Counts() (map[string]int, contract.Amount) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	byPhase := map[string]int{PhaseHeld: 0, PhaseClaimed: 0, PhaseFinished: 0}

@@ -7,16 +7,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "arc", Name: name} }
 
 func TestStore(t *testing.T) {
 	cpu := func(name, node string, milli int64) *Reservation {
-		return &Reservation{Runner: key(name), RunnerUID: types.UID(name), Node: node, Size: Amount{MilliCPU: milli, Pods: 1}}
+		return &Reservation{Runner: key(name), RunnerUID: types.UID(name), Node: node, Size: contract.Amount{MilliCPU: milli, Pods: 1}}
 	}
 	all := func(*Reservation) bool { return true }
 	names := func(s *Store) []string {
@@ -85,7 +85,7 @@ func TestStoreForgetsNodes(t *testing.T) {
 	}
 	before := heap()
 	for i := range 100000 {
-		r := &Reservation{Runner: key("r"), RunnerUID: "r", Size: Amount{MilliCPU: 1000, Pods: 1}}
+		r := &Reservation{Runner: key("r"), RunnerUID: "r", Size: contract.Amount{MilliCPU: 1000, Pods: 1}}
 		r.Node = fmt.Sprintf("karpenter-node-%06d", i)
 		s.Take(r)
 		if i%2 == 0 {
@@ -104,27 +104,17 @@ func TestStoreForgetsNodes(t *testing.T) {
 	runtime.KeepAlive(s)
 }
 
-// Issue 20: a zero-valued extended resource, under a new name per runner,
-// grew every sum (the store's tally, the reserved-resources gauge's series)
-// without bound. It asks for nothing and is not kept.
-func TestAmountFromListDropsZeroScalars(t *testing.T) {
-	a := AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), "example.com/r7": resource.MustParse("0"), "example.com/gpu": resource.MustParse("1")})
-	if _, kept := a.Scalar["example.com/r7"]; kept || a.Scalar["example.com/gpu"] != 1 || len(a.Scalar) != 1 {
-		t.Errorf("scalars = %v, want example.com/gpu=1 only", a.Scalar)
-	}
-}
-
 func TestCachedOn(t *testing.T) {
 	s := NewStore()
 	if h, ok := s.CachedOn("n1", 7); !ok || !h.Amount.IsZero() || len(h.Ports) != 0 {
 		t.Fatalf("a node without reservations: %+v, %t; want nothing held, known", h, ok)
 	}
-	r := &Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: Amount{MilliCPU: 1000, Pods: 1}}
+	r := &Reservation{Runner: key("a"), RunnerUID: "a", Node: "n1", Size: contract.Amount{MilliCPU: 1000, Pods: 1}}
 	s.Take(r)
 	if _, ok := s.CachedOn("n1", 7); ok {
 		t.Fatal("a node whose reservations were never cached answered from the cache")
 	}
-	held := Held{Amount: Amount{MilliCPU: 1000, Pods: 1}}
+	held := Held{Amount: contract.Amount{MilliCPU: 1000, Pods: 1}}
 	s.WithNode("n1", func(n *NodeReservations) { n.Cache(7, held) })
 	if h, ok := s.CachedOn("n1", 7); !ok || !cmp.Equal(h, held) {
 		t.Fatalf("cached for generation 7: %+v, %t; want %+v", h, ok, held)
@@ -132,7 +122,7 @@ func TestCachedOn(t *testing.T) {
 	if _, ok := s.CachedOn("n1", 8); ok {
 		t.Fatal("the node's pods changed (generation 8), the cache still answered")
 	}
-	s.Take(&Reservation{Runner: key("b"), RunnerUID: "b", Node: "n1", Size: Amount{MilliCPU: 500, Pods: 1}})
+	s.Take(&Reservation{Runner: key("b"), RunnerUID: "b", Node: "n1", Size: contract.Amount{MilliCPU: 500, Pods: 1}})
 	if _, ok := s.CachedOn("n1", 7); ok {
 		t.Fatal("the node's reservations changed, the cache still answered")
 	}

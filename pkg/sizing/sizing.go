@@ -21,14 +21,13 @@ import (
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	configvalidation "github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // Sizes is the outcome of resolving a runner's workflow size.
 type Sizes struct {
 	// workflow is the workflow pod's request (plus step headroom), or zero
 	// when no source answered.
-	Workflow reservations.Amount
+	Workflow contract.Amount
 	Source   contract.Source
 	// problems are the sources that were meant to answer but could not,
 	// in order; each becomes a Warning event on the runner.
@@ -38,7 +37,7 @@ type Sizes struct {
 	Notice string
 	// step is the headroom for container-step pods included in workflow
 	// (one pod included), zero for none; stepSource says where it came from.
-	Step       reservations.Amount
+	Step       contract.Amount
 	StepSource contract.Source
 	// ports are the host ports the workflow pod will use.
 	Ports []contract.HostPort
@@ -282,7 +281,7 @@ func (s *Sizer) Size(pod *v1.Pod) Sizes {
 
 // BeyondMaximum returns what a reservation of workflow holds beyond
 // maxWorkflowRequests, nil if nothing.
-func (s *Sizer) BeyondMaximum(workflow reservations.Amount) error {
+func (s *Sizer) BeyondMaximum(workflow contract.Amount) error {
 	if len(s.maxWorkflow) == 0 || workflow.IsZero() {
 		return nil
 	}
@@ -323,7 +322,7 @@ func (s *Sizer) size(pod *v1.Pod, defaultsOnly bool) Sizes {
 		switch {
 		case err != nil:
 			out.Problems = append(out.Problems, fmt.Errorf("annotation %s=%q: %w", contract.WorkflowRequestsAnnotation, v, err))
-		case reservations.AmountFromList(rl).IsZero():
+		case contract.AmountFromList(rl).IsZero():
 			out.Problems = append(out.Problems, fmt.Errorf("annotation %s=%q asks for no resources", contract.WorkflowRequestsAnnotation, v))
 		default:
 			workflow, out.Source = rl, contract.SourceAnnotation
@@ -351,7 +350,7 @@ func (s *Sizer) size(pod *v1.Pod, defaultsOnly bool) Sizes {
 	if out.Source != contract.SourceHookTemplate {
 		out.Notice = ""
 	}
-	out.Workflow = reservations.AmountFromList(workflow)
+	out.Workflow = contract.AmountFromList(workflow)
 	out.Workflow.Pods = 1
 
 	step, stepSource := s.defaultStep, contract.SourceDefault
@@ -377,7 +376,7 @@ func (s *Sizer) size(pod *v1.Pod, defaultsOnly bool) Sizes {
 			step, stepSource = rl, contract.SourceAnnotation
 		}
 	}
-	if extra := reservations.AmountFromList(step); !extra.IsZero() {
+	if extra := contract.AmountFromList(step); !extra.IsZero() {
 		// A step pod is a pod too.
 		extra.Pods = 1
 		out.Step, out.StepSource = extra, stepSource
@@ -429,7 +428,7 @@ func (s *Sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, no
 	if err != nil {
 		return nil, true, "", fmt.Errorf("%s: %w", where, err)
 	}
-	if reservations.AmountFromList(t.workflow).IsZero() {
+	if contract.AmountFromList(t.workflow).IsZero() {
 		return nil, true, "", fmt.Errorf("%s asks for no resources: give %s requests or limits", where, contract.JobContainer)
 	}
 	if !t.hasJob {

@@ -12,7 +12,6 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/contract"
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
 )
 
@@ -517,7 +516,7 @@ func FuzzHookTemplate(f *testing.F) {
 			}
 		}
 		// A step pod is the workflow pod without its services: never larger.
-		w, st := reservations.AmountFromList(tmpl.workflow), reservations.AmountFromList(tmpl.step)
+		w, st := contract.AmountFromList(tmpl.workflow), contract.AmountFromList(tmpl.step)
 		if st.Sub(w).AtLeastZero().MilliCPU > 0 || st.Sub(w).AtLeastZero().Memory > 0 {
 			t.Fatalf("template %q: step pod %s larger than the workflow pod %s", data, st, w)
 		}

@@ -145,7 +145,7 @@ func TestBadInput(t *testing.T) {
 				a.MaxWorkflowRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}
 			},
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				r := &reservations.Reservation{Runner: key("r1"), RunnerUID: "r1", Node: "n1", Size: reservations.Amount{MilliCPU: 3000, Pods: 1}, Source: contract.SourceAnnotation}
+				r := &reservations.Reservation{Runner: key("r1"), RunnerUID: "r1", Node: "n1", Size: contract.Amount{MilliCPU: 3000, Pods: 1}, Source: contract.SourceAnnotation}
 				value, err := reservations.Encode(r)
 				if err != nil {
 					return fwk.AsStatus(err)

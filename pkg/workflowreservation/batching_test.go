@@ -197,7 +197,7 @@ func batchCluster(rng *rand.Rand) ([]*v1.Node, []*v1.Pod) {
 		if rng.IntN(3) == 0 {
 			runner := fmt.Sprintf("held-%d", i)
 			r := &reservations.Reservation{Runner: types.NamespacedName{Namespace: cycleNamespace, Name: runner}, RunnerUID: types.UID(runner),
-				Node: name, Size: reservations.Amount{MilliCPU: 1000, Pods: 1}, Source: contract.SourceAnnotation}
+				Node: name, Size: contract.Amount{MilliCPU: 1000, Pods: 1}, Source: contract.SourceAnnotation}
 			value, err := reservations.Encode(r)
 			if err != nil {
 				panic(err)

@@ -38,7 +38,7 @@ func benchPlugin(b *testing.B, nodes int) (*WorkflowReservation, fwk.NodeInfo) {
 		name := fmt.Sprintf("r%d", i)
 		r := &reservations.Reservation{
 			Runner: types.NamespacedName{Namespace: "arc", Name: name}, RunnerUID: types.UID(name), Node: node,
-			Size: reservations.Amount{MilliCPU: 2500, Memory: 5 << 30, Pods: 2}, Step: reservations.Amount{MilliCPU: 500, Memory: 1 << 30, Pods: 1},
+			Size: contract.Amount{MilliCPU: 2500, Memory: 5 << 30, Pods: 2}, Step: contract.Amount{MilliCPU: 500, Memory: 1 << 30, Pods: 1},
 			Source: contract.SourceHookTemplate,
 		}
 		claimed := i%2 == 0

@@ -169,7 +169,7 @@ func newCycleCluster(b *testing.B, numNodes, held int, pods bool) *cycleCluster 
 			v1.ResourceCPU: "64", v1.ResourceMemory: "256Gi", v1.ResourcePods: "500"}).Obj()
 		c.objs = append(c.objs, c.nodes[i])
 	}
-	size := reservations.Amount{MilliCPU: 1000, Memory: 2 << 30, Pods: 1}
+	size := contract.Amount{MilliCPU: 1000, Memory: 2 << 30, Pods: 1}
 	for i := range held {
 		name := fmt.Sprintf("h%d", i)
 		node := c.nodes[i%numNodes].Name

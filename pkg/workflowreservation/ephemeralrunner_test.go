@@ -66,7 +66,7 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 					return got.NoWorkflowPod() && after-before == 1
 				})
 				got, _ := pl.store.Get(key("r1"))
-				if held, _ := got.Holds(reservations.RunnerPods{}); !held.IsZero() {
+				if held, _ := got.Holds(contract.RunnerPods{}); !held.IsZero() {
 					t.Errorf("holds %s after the release, want nothing (no step headroom)", held)
 				}
 				return
@@ -103,7 +103,7 @@ func TestGraceKeepsStepHeadroom(t *testing.T) {
 	pl.store.Take(withStep())
 	pl.feeder.ReleaseWithoutWorkflowPod(klogger(t), key("r1"), "r1")
 	r, _ := pl.store.Get(key("r1"))
-	if got, _ := r.Holds(reservations.RunnerPods{}); got.MilliCPU != 1000 || got.Pods != 1 {
+	if got, _ := r.Holds(contract.RunnerPods{}); got.MilliCPU != 1000 || got.Pods != 1 {
 		t.Errorf("holds cpu=%dm pods=%d after the grace, want the step headroom cpu=1000m pods=1", got.MilliCPU, got.Pods)
 	}
 }

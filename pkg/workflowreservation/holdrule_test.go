@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/contract/holdruletest"
-	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
@@ -43,9 +43,9 @@ func TestHoldRuleTable(t *testing.T) {
 				pl.feeder.ReleaseWithoutWorkflowPod(logger, key, holdruletest.RunnerUID)
 			}
 			onNode := []*v1.Pod{runner}
-			var placeholder reservations.Amount
+			var placeholder contract.Amount
 			for i, p := range pods {
-				if p.Spec.NodeName != holdruletest.Node || controllers.IsTerminal(p) {
+				if p.Spec.NodeName != holdruletest.Node || contract.IsTerminal(p) {
 					continue
 				}
 				onNode = append(onNode, p)

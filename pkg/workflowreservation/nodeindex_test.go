@@ -62,7 +62,7 @@ func TestHeldRoomThroughTheNodeIndex(t *testing.T) {
 	}
 
 	// The node's reservations change: the same entry, another answer.
-	pl.store.Take(&reservations.Reservation{Runner: key("r2"), RunnerUID: "r2", Node: "n1", Size: reservations.Amount{MilliCPU: 2000, Pods: 1}})
+	pl.store.Take(&reservations.Reservation{Runner: key("r2"), RunnerUID: "r2", Node: "n1", Size: contract.Amount{MilliCPU: 2000, Pods: 1}})
 	if got := heldOn(t, pl, nodes, 1); got.Amount.MilliCPU != 3000 {
 		t.Errorf("after r2 was reserved on n1: %dm held, want 3000m", got.Amount.MilliCPU)
 	}
@@ -123,7 +123,7 @@ func TestCachedHeldRoomTakesNoLock(t *testing.T) {
 	<-reading
 	written := make(chan struct{})
 	go func() {
-		pl.store.Take(&reservations.Reservation{Runner: key("w"), RunnerUID: "w", Node: "n3", Size: reservations.Amount{MilliCPU: 1, Pods: 1}})
+		pl.store.Take(&reservations.Reservation{Runner: key("w"), RunnerUID: "w", Node: "n3", Size: contract.Amount{MilliCPU: 1, Pods: 1}})
 		close(written)
 	}()
 	defer func() {
@@ -176,7 +176,7 @@ func TestNodeIndexIgnoresUnknownNodeInfos(t *testing.T) {
 		t.Errorf("another NodeInfo of n1 found %v: only the list's are indexed", n)
 	}
 	store.Take(&reservations.Reservation{Runner: types.NamespacedName{Namespace: "arc", Name: "r"}, RunnerUID: "r", Node: "n1",
-		Size: reservations.Amount{MilliCPU: 1, Pods: 1}, Source: contract.SourceAnnotation})
+		Size: contract.Amount{MilliCPU: 1, Pods: 1}, Source: contract.SourceAnnotation})
 	if got := store.ReleaseNode("n1"); len(got) != 1 {
 		t.Fatalf("released %d", len(got))
 	}
@@ -265,7 +265,7 @@ func TestNodeIndexFindsEveryNode(t *testing.T) {
 			}
 			// Each node's room cached as the store caches it: the slot's.
 			store.WithNode(ni.Node().Name, func(e *reservations.NodeReservations) {
-				e.Cache(ni.GetGeneration(), reservations.Held{Amount: reservations.Amount{MilliCPU: int64(i + 1)}})
+				e.Cache(ni.GetGeneration(), reservations.Held{Amount: contract.Amount{MilliCPU: int64(i + 1)}})
 			})
 		}
 		for i, ni := range nodes {
@@ -288,7 +288,7 @@ func TestDroppedNodeForgetsItsCachedRoom(t *testing.T) {
 	nodes := fourNodes()
 	pl.store.Take(oneUnitReservation("r1")) // on n1
 	// One on n2, so that something is held when n1 holds nothing.
-	pl.store.Take(&reservations.Reservation{Runner: key("r0"), RunnerUID: "r0", Node: "n2", Size: reservations.Amount{MilliCPU: 1000, Pods: 1}})
+	pl.store.Take(&reservations.Reservation{Runner: key("r0"), RunnerUID: "r0", Node: "n2", Size: contract.Amount{MilliCPU: 1000, Pods: 1}})
 	if got := heldOn(t, pl, nodes, 1); got.Amount.MilliCPU != 1000 {
 		t.Fatalf("n1 holds %dm, want r1's 1000m", got.Amount.MilliCPU)
 	}

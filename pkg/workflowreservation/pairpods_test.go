@@ -140,7 +140,7 @@ func TestNoPairPodWhenRunnerAloneDoesNotFit(t *testing.T) {
 func TestReconcilerSweepsLeakedPairPods(t *testing.T) {
 	ctx := context.Background()
 	gone := runnerPod("gone").Obj()
-	leaked := controllers.PairPodFor(gone, reservations.PodAmount(gone), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}), nil, configv1.DefaultPlaceholderImage)
+	leaked := controllers.PairPodFor(gone, reservations.PodAmount(gone), contract.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}), nil, configv1.DefaultPlaceholderImage)
 	pl, h := newTestPlugin(t, pairArgs(), true, leaked)
 	pl.feeder.Reconcile(ctx)
 	waitForPod(t, h, leaked.Name, func(p *v1.Pod) bool { return p == nil })
@@ -175,7 +175,7 @@ func TestPairPodCreatedAfterBindIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).Node("n1").Obj()
 	_, h := newTestPlugin(t, pairArgs(), true, runner)
-	late := controllers.PairPodFor(runner, reservations.PodAmount(runner), reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, configv1.DefaultPlaceholderImage)
+	late := controllers.PairPodFor(runner, reservations.PodAmount(runner), contract.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, configv1.DefaultPlaceholderImage)
 	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, late, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,6 @@ import (
 	configv1 "github.com/tandem-scheduler/tandem/pkg/apis/config/v1"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 func podsModeArgs() *config.WorkflowReservationArgs {
@@ -40,7 +39,7 @@ func podsModeArgs() *config.WorkflowReservationArgs {
 // placeholderOf builds runner's placeholder holding cpu on n1, as the worker
 // would.
 func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
-	p := controllers.PlaceholderFor(runner, "n1", reservations.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), configv1.DefaultPlaceholderImage)
+	p := controllers.PlaceholderFor(runner, "n1", contract.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), configv1.DefaultPlaceholderImage)
 	p.UID = types.UID(p.Name)
 	return p
 }

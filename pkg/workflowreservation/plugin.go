@@ -190,12 +190,12 @@ const (
 // preFilterState is what one scheduling cycle knows about the pod.
 type preFilterState struct {
 	kind    podKind
-	request reservations.Amount
+	request contract.Amount
 	// runner: the workflow pod's size (step headroom included) and where
 	// it came from, the headroom, the host ports to hold, the hook mode.
-	workflow reservations.Amount
+	workflow contract.Amount
 	source   contract.Source
-	step     reservations.Amount
+	step     contract.Amount
 	ports    []contract.HostPort
 	hookMode string
 	// hostPorts are the host ports the pod itself asks for.
@@ -213,9 +213,9 @@ type preFilterState struct {
 	// copy of the cycle state (preemption dry runs, nominated pods).
 	adjust adjustments
 	// nonZero is the pod's request as Score counts it (nonZeroRequest).
-	nonZero reservations.Amount
+	nonZero contract.Amount
 	// pair is a runner's request with its workflow pod's.
-	pair reservations.Amount
+	pair contract.Amount
 	// noneHeld: an ordinary pod or a runner, nothing held anywhere and no
 	// runner nominated when the cycle began: Filter and Score read no held
 	// room unless the framework added a nominated runner to this copy of
@@ -250,7 +250,7 @@ type scoreState struct {
 	// need is what the pod brings to a node: its request, plus its
 	// workflow pod's for a runner. Its cpu and memory count a container
 	// that requests none as NodeResourcesFit does (nonZeroRequest).
-	need reservations.Amount
+	need contract.Amount
 }
 
 func (s *scoreState) Clone() fwk.StateData { return s }
@@ -907,7 +907,7 @@ func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod 
 // create that fails is the placeholder worker's to retry once the runner
 // shows bound.
 func (pl *WorkflowReservation) placeholderBeforeBinding(ctx context.Context, pod *v1.Pod, r *reservations.Reservation) {
-	hold, _ := r.Holds(reservations.RunnerPods{})
+	hold, _ := r.Holds(contract.RunnerPods{})
 	hold.Pods = 0
 	if hold.IsZero() {
 		return

@@ -26,7 +26,7 @@ var threeUnits = st.MakeNode().Name("n1").Capacity(units("3")).Obj()
 func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "arc", Name: name} }
 
 func oneUnitReservation(runner string) *reservations.Reservation {
-	return &reservations.Reservation{Runner: key(runner), RunnerUID: types.UID(runner), Node: "n1", Size: reservations.Amount{MilliCPU: 1000, Pods: 1}, Source: contract.SourceAnnotation}
+	return &reservations.Reservation{Runner: key(runner), RunnerUID: types.UID(runner), Node: "n1", Size: contract.Amount{MilliCPU: 1000, Pods: 1}, Source: contract.SourceAnnotation}
 }
 
 func TestPreFilter(t *testing.T) {
@@ -166,7 +166,7 @@ func TestFilter(t *testing.T) {
 			pod:  runnerPod("r2").Annotation(contract.WorkflowRequestsAnnotation, "nvidia.com/gpu=1").Obj(),
 			node: st.MakeNode().Name("n1").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "3", "nvidia.com/gpu": "1"}).Obj(),
 			reservations: []*reservations.Reservation{{Runner: key("r1"), RunnerUID: "r1", Node: "n1",
-				Size: reservations.Amount{Pods: 1, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 1}}}},
+				Size: contract.Amount{Pods: 1, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 1}}}},
 			wantReason: contract.ErrReasonPairDoesNotFit,
 		},
 		"runner: an extended resource fits": {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
@@ -32,13 +33,13 @@ type adjustments struct {
 	removed         []types.UID
 	workflowRemoved []types.UID
 	// added is, per node, the workflow room of nominated runners.
-	added map[string]reservations.Amount
+	added map[string]contract.Amount
 }
 
 func (a adjustments) clone() adjustments {
 	c := adjustments{removed: slices.Clone(a.removed), workflowRemoved: slices.Clone(a.workflowRemoved)}
 	if len(a.added) > 0 {
-		c.added = make(map[string]reservations.Amount, len(a.added))
+		c.added = make(map[string]contract.Amount, len(a.added))
 		for n, v := range a.added {
 			c.added[n] = v
 		}
@@ -69,15 +70,15 @@ func dropUID(list []types.UID, uid types.UID) []types.UID {
 	return slices.DeleteFunc(list, func(u types.UID) bool { return u == uid })
 }
 
-func (a *adjustments) add(node string, room reservations.Amount) {
+func (a *adjustments) add(node string, room contract.Amount) {
 	if a.added == nil {
-		a.added = map[string]reservations.Amount{}
+		a.added = map[string]contract.Amount{}
 	}
 	a.added[node] = a.added[node].Add(room)
 }
 
 // addedOn returns sum plus the room nominated runners hold on node.
-func (a *adjustments) addedOn(node string, sum reservations.Amount) reservations.Amount {
+func (a *adjustments) addedOn(node string, sum contract.Amount) contract.Amount {
 	if extra, ok := a.added[node]; ok {
 		return sum.Add(extra)
 	}

@@ -6,15 +6,15 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // amountOfPodInfo is the pod's effective request as the scheduler's
 // NodeInfo computed and cached it, plus one pod.
-func amountOfPodInfo(pi fwk.PodInfo) reservations.Amount {
+func amountOfPodInfo(pi fwk.PodInfo) contract.Amount {
 	r := pi.CalculateResource().Resource
-	a := reservations.Amount{MilliCPU: r.GetMilliCPU(), Memory: r.GetMemory(), EphemeralStorage: r.GetEphemeralStorage(), Pods: 1}
+	a := contract.Amount{MilliCPU: r.GetMilliCPU(), Memory: r.GetMemory(), EphemeralStorage: r.GetEphemeralStorage(), Pods: 1}
 	if sc := r.GetScalarResources(); len(sc) > 0 {
 		a.Scalar = make(map[v1.ResourceName]int64, len(sc))
 		for n, v := range sc {
@@ -26,7 +26,7 @@ func amountOfPodInfo(pi fwk.PodInfo) reservations.Amount {
 
 // fits reports whether need fits into the node's free room once reserved
 // is also taken away, for every resource need asks for, pods included.
-func fits(need, reserved reservations.Amount, nodeInfo fwk.NodeInfo) bool {
+func fits(need, reserved contract.Amount, nodeInfo fwk.NodeInfo) bool {
 	alloc, used := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
 	fit := func(want, allocatable, requested, held int64) bool {
 		return want <= 0 || want <= allocatable-requested-held
@@ -49,8 +49,8 @@ func fits(need, reserved reservations.Amount, nodeInfo fwk.NodeInfo) bool {
 // container without a cpu or memory request counts as the scheduler's
 // defaults (100m, 200Mi), so that best-effort pods rank nodes as they
 // would without tandem.
-func nonZeroRequest(pod *v1.Pod) reservations.Amount {
-	a := reservations.AmountFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
+func nonZeroRequest(pod *v1.Pod) contract.Amount {
+	a := contract.AmountFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
 		NonMissingContainerRequests: v1.ResourceList{
 			v1.ResourceCPU:    *resource.NewMilliQuantity(schedutil.DefaultMilliCPURequest, resource.DecimalSI),
 			v1.ResourceMemory: *resource.NewQuantity(schedutil.DefaultMemoryRequest, resource.DecimalSI),

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
 
 // Opportunistic batching (KEP-5598, beta and on by default from 1.35):
@@ -33,13 +32,13 @@ type podSignature struct {
 	Kind string `json:"kind"`
 	// Request is the pod's request (Filter), NonZero what Score counts of
 	// it, HostPorts the host ports it asks for.
-	Request   reservations.Amount `json:"request"`
-	NonZero   reservations.Amount `json:"nonZero"`
+	Request   contract.Amount     `json:"request"`
+	NonZero   contract.Amount     `json:"nonZero"`
 	HostPorts []contract.HostPort `json:"hostPorts,omitempty"`
 	// A runner's workflow pod (step headroom included), headroom and held
 	// host ports.
-	Workflow reservations.Amount `json:"workflow,omitzero"`
-	Step     reservations.Amount `json:"step,omitzero"`
+	Workflow contract.Amount     `json:"workflow,omitzero"`
+	Step     contract.Amount     `json:"step,omitzero"`
 	Ports    []contract.HostPort `json:"ports,omitempty"`
 }
 

@@ -52,10 +52,10 @@ func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeIn
 			}
 		}
 		fs := n.Facts()
-		var buf [16]reservations.RunnerPods
+		var buf [16]contract.RunnerPods
 		on := buf[:0]
 		if len(fs) > len(buf) {
-			on = make([]reservations.RunnerPods, 0, len(fs))
+			on = make([]contract.RunnerPods, 0, len(fs))
 		}
 		on = pl.runnerPodsOn(n, fs, nodeInfo, on[:len(fs)])
 		for i := range fs {
@@ -91,7 +91,7 @@ func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeIn
 // fs are the reservations' facts (NodeReservations.Facts); on has fs's
 // length and is filled in and returned. n, if not nil, keeps what the pass
 // read from each pod (podScan) for the node's next one.
-func (pl *WorkflowReservation) runnerPodsOn(n *reservations.NodeReservations, fs []reservations.Facts, nodeInfo fwk.NodeInfo, on []reservations.RunnerPods) []reservations.RunnerPods {
+func (pl *WorkflowReservation) runnerPodsOn(n *reservations.NodeReservations, fs []reservations.Facts, nodeInfo fwk.NodeInfo, on []contract.RunnerPods) []contract.RunnerPods {
 	clear(on)
 	var prev *podScan
 	if n != nil {
@@ -185,7 +185,7 @@ type podRole struct {
 	key    uint64
 	job    string
 	jobUID types.UID
-	amount reservations.Amount
+	amount contract.Amount
 }
 
 // roleOf reads what pod can be to a reservation; false if nothing.

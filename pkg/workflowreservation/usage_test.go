@@ -27,8 +27,8 @@ var redis = contract.HostPort{Protocol: v1.ProtocolTCP, Port: 6379}
 func withStep() *reservations.Reservation {
 	return &reservations.Reservation{
 		Runner: key("r1"), RunnerUID: "r1", Node: "n1", Source: contract.SourceAnnotation,
-		Size:  reservations.Amount{MilliCPU: 3000, Pods: 2},
-		Step:  reservations.Amount{MilliCPU: 1000, Pods: 1},
+		Size:  contract.Amount{MilliCPU: 3000, Pods: 2},
+		Step:  contract.Amount{MilliCPU: 1000, Pods: 1},
 		Ports: []contract.HostPort{redis},
 	}
 }
@@ -78,7 +78,7 @@ func TestWhatAReservationHolds(t *testing.T) {
 			case tc.claimedBy != "":
 				r = claimedBy(r, k8stypes.UID(tc.claimedBy))
 			}
-			on := pl.runnerPodsOn(nil, []reservations.Facts{r.Facts()}, nodeInfo(threeUnits, tc.pods...), make([]reservations.RunnerPods, 1))
+			on := pl.runnerPodsOn(nil, []reservations.Facts{r.Facts()}, nodeInfo(threeUnits, tc.pods...), make([]contract.RunnerPods, 1))
 			got, ports := r.Holds(on[0])
 			if got.MilliCPU != tc.wantCPU || got.Pods != tc.wantPods {
 				t.Errorf("holds cpu=%dm pods=%d, want cpu=%dm pods=%d", got.MilliCPU, got.Pods, tc.wantCPU, tc.wantPods)
@@ -102,9 +102,9 @@ func TestRunnerPodsOnRereadsChangedPods(t *testing.T) {
 	var n *reservations.NodeReservations
 	pl.store.WithNode("n1", func(nr *reservations.NodeReservations) { n = nr })
 	fs := n.Facts()
-	scan := func(pl *WorkflowReservation, pods ...*v1.Pod) reservations.RunnerPods {
+	scan := func(pl *WorkflowReservation, pods ...*v1.Pod) contract.RunnerPods {
 		t.Helper()
-		return pl.runnerPodsOn(n, fs, nodeInfo(node, pods...), make([]reservations.RunnerPods, 1))[0]
+		return pl.runnerPodsOn(n, fs, nodeInfo(node, pods...), make([]contract.RunnerPods, 1))[0]
 	}
 
 	other := st.MakePod().Namespace("arc").Name("other").UID("other").Req(units("1")).Node("n1").Obj()

@@ -5,7 +5,8 @@
 // time for the report.
 //
 // What a recorded reservation (contract.Recorded, on its runner
-// pod) holds follows the plugin's rule (Reservation.Holds, pkg/reservations):
+// pod) holds follows tandem's hold rule (contract.Holding), which the
+// plugin applies too:
 //   - before its workflow pod is on a node: the recorded requests, less the
 //     requests of the runner's step pods on the reserved node;
 //   - once the workflow pod is there: the step headroom, i.e. the recorded
@@ -286,7 +287,7 @@ func (c *Checker) releaseWithoutWorkflowPod(uid types.UID) {
 	}
 	// A workflow pod that exists but is not bound yet still claims it.
 	for _, wf := range c.pods {
-		if wf.Namespace == p.Namespace && wf.Labels[c.runnerLabel] == p.Name && !isTerminal(wf) && c.incarnationLocked(wf, p.Name) == p && contract.MayClaimOn(wf, p.Spec.NodeName) {
+		if wf.Namespace == p.Namespace && wf.Labels[c.runnerLabel] == p.Name && !contract.IsTerminal(wf) && c.incarnationLocked(wf, p.Name) == p && contract.MayClaimOn(wf, p.Spec.NodeName) {
 			return
 		}
 	}
@@ -425,10 +426,6 @@ func (c *Checker) createdBeforeLocked(a, b *v1.Pod) bool {
 	return c.seq[a.UID] < c.seq[b.UID]
 }
 
-func isTerminal(p *v1.Pod) bool {
-	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
-}
-
 // podAmount is a pod's request as Kubernetes computes it, plus one pod.
 func podAmount(p *v1.Pod) v1.ResourceList {
 	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
@@ -454,33 +451,21 @@ func (c *Checker) heldLocked(runner *v1.Pod, rec contract.Recorded, onNode []*v1
 		}
 		addTo(steps, podAmount(p))
 	}
-	if c.released[runner.UID] {
+	h := contract.Holding{Size: contract.AmountFromList(rec.Requests), Step: contract.AmountFromList(rec.StepRequests)}
+	on := contract.RunnerPods{Steps: contract.AmountFromList(steps)}
+	switch wf := c.pods[wfUID]; {
+	case c.released[runner.UID]:
 		// A job without a container may still run container steps: the
 		// plugin keeps the step headroom.
-		return atLeastZero(sub(rec.StepRequests, steps)), true
+		h.NoWorkflowPod, step = true, true
+	case !claimed:
+	case wf == nil || contract.IsTerminal(wf) || wf.Spec.NodeName != rec.Node:
+		h.Ended = true
+	default:
+		on.Workflow, on.WorkflowRequest, step = true, contract.AmountFromList(podAmount(wf)), true
 	}
-	if !claimed {
-		return Held(rec, nil, steps), false
-	}
-	wf := c.pods[wfUID]
-	if wf == nil || isTerminal(wf) || wf.Spec.NodeName != rec.Node {
-		return nil, false
-	}
-	return Held(rec, podAmount(wf), steps), true
-}
-
-// Held is what a reservation recorded as rec holds on its node, by the
-// plugin's rule, given the request (one pod included) of its workflow pod
-// there (nil: not there yet) and of its runner's step pods there:
-// before the workflow pod, rec.Requests less the step pods; after it, the
-// recorded requests less the workflow pod's, at most rec.StepRequests, less
-// the step pods. Never below zero.
-func Held(rec contract.Recorded, workflow, steps v1.ResourceList) v1.ResourceList {
-	if workflow == nil {
-		return atLeastZero(sub(rec.Requests, steps))
-	}
-	headroom := atMost(atLeastZero(sub(rec.Requests, workflow)), rec.StepRequests)
-	return atLeastZero(sub(headroom, steps))
+	a, _ := h.Holds(on)
+	return a.ToList(), step
 }
 
 // checkLocked recomputes a node's used and held room and records a
@@ -491,7 +476,7 @@ func (c *Checker) checkLocked(node string) {
 	var parts []string
 	var onNode []*v1.Pod
 	for _, p := range c.pods {
-		if p.Spec.NodeName == node && !isTerminal(p) {
+		if p.Spec.NodeName == node && !contract.IsTerminal(p) {
 			onNode = append(onNode, p)
 		}
 	}
@@ -579,7 +564,7 @@ func (c *Checker) placeholdersLocked(node string, onNode []*v1.Pod) map[types.UI
 			continue
 		}
 		runner := c.pods[metav1.GetControllerOf(p).UID]
-		if runner == nil || isTerminal(runner) || !contract.IsPlaceholderOf(p, runner) {
+		if runner == nil || contract.IsTerminal(runner) || !contract.IsPlaceholderOf(p, runner) {
 			continue
 		}
 		if rec, ok, err := contract.RecordedReservation(runner); ok && err == nil && rec.Node == node {
@@ -625,49 +610,6 @@ func addTo(dst, src v1.ResourceList) {
 	}
 }
 
-// sub returns a - b, over the resources of both.
-func sub(a, b v1.ResourceList) v1.ResourceList {
-	out := a.DeepCopy()
-	if out == nil {
-		out = v1.ResourceList{}
-	}
-	for name, q := range b {
-		d := out[name]
-		d.Sub(q)
-		out[name] = d
-	}
-	return out
-}
-
-// atLeastZero returns rl with negative amounts raised to zero.
-func atLeastZero(rl v1.ResourceList) v1.ResourceList {
-	out := v1.ResourceList{}
-	for name, q := range rl {
-		if q.Sign() < 0 {
-			q = *resource.NewQuantity(0, q.Format)
-		}
-		out[name] = q
-	}
-	return out
-}
-
-// atMost returns rl with every amount lowered to limit's (zero where limit
-// has none).
-func atMost(rl, limit v1.ResourceList) v1.ResourceList {
-	out := v1.ResourceList{}
-	for name, q := range rl {
-		l, ok := limit[name]
-		if !ok {
-			l = *resource.NewQuantity(0, q.Format)
-		}
-		if q.Cmp(l) > 0 {
-			q = l
-		}
-		out[name] = q
-	}
-	return out
-}
-
 func nonZero(rl v1.ResourceList) bool {
 	for _, q := range rl {
 		if q.Sign() > 0 {
@@ -692,7 +634,7 @@ func (c *Checker) Reservations() []string {
 	defer c.mu.Unlock()
 	onNode := map[string][]*v1.Pod{}
 	for _, p := range c.pods {
-		if p.Spec.NodeName != "" && !isTerminal(p) {
+		if p.Spec.NodeName != "" && !contract.IsTerminal(p) {
 			onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p)
 		}
 	}
@@ -710,7 +652,7 @@ func (c *Checker) Reservations() []string {
 	}
 	// Placeholders and pair pods that outlived their runner's need.
 	for _, p := range c.pods {
-		if tandemOwn(p) && !isTerminal(p) && p.DeletionTimestamp == nil {
+		if tandemOwn(p) && !contract.IsTerminal(p) && p.DeletionTimestamp == nil {
 			out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}.String())
 		}
 	}

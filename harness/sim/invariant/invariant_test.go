@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -186,41 +185,6 @@ func TestChecker(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantReservations, c.Reservations()); diff != "" {
 				t.Errorf("reservations (-want,+got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestHeld(t *testing.T) {
-	rl := func(cpu, pods string) v1.ResourceList {
-		return v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourcePods: resource.MustParse(pods)}
-	}
-	// 2 cpu for the workflow pod, 1 for a step pod, each one pod.
-	rec := contract.Recorded{Node: "n1", Requests: rl("3", "2"), StepRequests: rl("1", "1")}
-	tests := map[string]struct {
-		rec      contract.Recorded
-		workflow v1.ResourceList
-		steps    v1.ResourceList
-		want     v1.ResourceList
-	}{
-		"before the workflow pod: all of it":               {rec: rec, want: rl("3", "2")},
-		"before the workflow pod, a step pod there":        {rec: rec, steps: rl("1", "1"), want: rl("2", "1")},
-		"workflow pod as reserved: the step headroom":      {rec: rec, workflow: rl("2", "1"), want: rl("1", "1")},
-		"workflow pod smaller: the headroom, no more":      {rec: rec, workflow: rl("1", "1"), want: rl("1", "1")},
-		"workflow pod larger: it eats into the headroom":   {rec: rec, workflow: rl("2500m", "1"), want: rl("500m", "1")},
-		"a step pod uses the headroom":                     {rec: rec, workflow: rl("2", "1"), steps: rl("1", "1"), want: rl("0", "0")},
-		"a step pod larger than the headroom: not below 0": {rec: rec, workflow: rl("2", "1"), steps: rl("2", "1"), want: rl("0", "0")},
-		"no step headroom: nothing once the workflow pod is there": {
-			rec: contract.Recorded{Node: "n1", Requests: rl("2", "1")}, workflow: rl("2", "1"), want: rl("0", "0"),
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := Held(tc.rec, tc.workflow, tc.steps)
-			for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourcePods} {
-				if g, w := got[r], tc.want[r]; g.Cmp(w) != 0 {
-					t.Errorf("%s = %s, want %s (all: %v)", r, g.String(), w.String(), got)
-				}
 			}
 		})
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 	schedulerframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 // Result is the kubelet's admission verdict on a pod.
@@ -27,18 +29,13 @@ type Result = lifecycle.PodAdmitResult
 func Admit(node *v1.Node, pod *v1.Pod, admitted []*v1.Pod) Result {
 	active := make([]*v1.Pod, 0, len(admitted))
 	for _, p := range admitted {
-		if !IsTerminal(p) && p.UID != pod.UID {
+		if !contract.IsTerminal(p) && p.UID != pod.UID {
 			active = append(active, p)
 		}
 	}
 	noPluginResources := func(*schedulerframework.NodeInfo, *lifecycle.PodAdmitAttributes) error { return nil }
 	h := lifecycle.NewPredicateAdmitHandler(nodeGetter(node), lifecycle.NewAdmissionFailureHandlerStub(), noPluginResources)
 	return admit(h, &lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: active})
-}
-
-// IsTerminal reports whether the pod has finished: it holds no resources.
-func IsTerminal(pod *v1.Pod) bool {
-	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
 }
 
 // RejectedStatus is the status the kubelet writes for a pod it did not

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/harness/sim/retry"
 )
 
@@ -133,7 +134,7 @@ func (k *Kubelet) onPod(ctx context.Context, logger klog.Logger, obj any) {
 		})
 		return
 	}
-	if k.decided[pod.UID] || IsTerminal(pod) {
+	if k.decided[pod.UID] || contract.IsTerminal(pod) {
 		return
 	}
 	node, err := k.nodes.Get(pod.Spec.NodeName)

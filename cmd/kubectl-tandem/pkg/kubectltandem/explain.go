@@ -131,7 +131,7 @@ func explain(logger klog.Logger, s *Snapshot, rs []Reservation, pod *v1.Pod, eve
 	case e.Kind == KindPair:
 		e.Verdict = fmt.Sprintf("tandem never binds it: it stands for runner %s and its workflow pod (%s) so that cluster autoscalers add a node where both fit; it goes once the runner is bound or gone",
 			e.Runner, amount(e.Requests))
-	case isTerminal(pod):
+	case contract.IsTerminal(pod):
 		e.Verdict = fmt.Sprintf("the pod has %s: it holds nothing", strings.ToLower(string(pod.Status.Phase)))
 	case pod.Spec.NodeName != "":
 		for _, u := range usages {

@@ -54,7 +54,7 @@ func nodeUsage(s *Snapshot, rs []Reservation) []NodeUsage {
 	}
 	requested := map[string]v1.ResourceList{}
 	for _, p := range s.Pods {
-		if p.Spec.NodeName == "" || isTerminal(p) || holders[p.UID] || contract.IsPlaceholder(p) {
+		if p.Spec.NodeName == "" || contract.IsTerminal(p) || holders[p.UID] || contract.IsPlaceholder(p) {
 			// A placeholder's room is its reservation's: counted as reserved.
 			continue
 		}

@@ -52,20 +52,6 @@ func atLeastZero(l v1.ResourceList) v1.ResourceList {
 	return out
 }
 
-// atMost returns l with every resource lowered to limit's where limit has
-// less (nothing where limit has none).
-func atMost(l, limit v1.ResourceList) v1.ResourceList {
-	out := v1.ResourceList{}
-	for n, q := range l {
-		m := limit[n]
-		if q.Cmp(m) > 0 {
-			q = m
-		}
-		out[n] = q.DeepCopy()
-	}
-	return nonZero(out)
-}
-
 func nonZero(l v1.ResourceList) v1.ResourceList {
 	for n, q := range l {
 		if q.IsZero() {

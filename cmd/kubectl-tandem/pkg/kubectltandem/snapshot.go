@@ -192,10 +192,6 @@ func olderFirst(a, b *v1.Pod) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-func isTerminal(pod *v1.Pod) bool {
-	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
-}
-
 // scheduledSince is when the pod was bound (its PodScheduled condition),
 // or created when it is not.
 func scheduledSince(pod *v1.Pod) time.Time {

@@ -1,7 +1,6 @@
 package kubectltandem
 
 import (
-	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -94,7 +93,7 @@ var _ Source = AnnotationSource{}
 func (AnnotationSource) Reservations(s *Snapshot) []Reservation {
 	var out []Reservation
 	for _, pod := range s.Pods {
-		if isTerminal(pod) {
+		if contract.IsTerminal(pod) {
 			continue
 		}
 		rec, ok, err := contract.RecordedReservation(pod)
@@ -143,22 +142,13 @@ type usage struct {
 	workflowPod string
 }
 
-// holds is the plugin's rule (pkg/reservations, Reservation.Holds, fed by
-// the plugin's runnerPodsOn) seen from the API rather than from the scheduler's memory.
-// Of the pods labelled with the runner's name, only those of this runner
-// incarnation count: created no earlier than the runner pod and not
-// recorded as stale. The workflow pod is the oldest of those labelled
-// directly that is bound; the others on the node are container-step pods.
-//
-//   - no workflow pod bound yet: held, all of the size less what step pods
-//     on the node already use, host ports included;
-//   - the workflow pod on the node: claimed, the step headroom, less what
-//     the workflow pod takes beyond the workflow part, less the requests of
-//     the step pods running there;
-//   - the workflow pod finished: finished, nothing.
-//
-// A labelled pod bound to another node is not the workflow pod: it claims
-// nothing (tandem treats it as an ordinary pod).
+// holds applies tandem's hold rule (contract.Holding) to what the API shows
+// of the runner's pods, as the plugin applies it to the scheduler's
+// snapshot. Of the pods labelled with the runner's name, only those of this
+// runner incarnation count (contract.OfIncarnation). The workflow pod is the
+// oldest of those labelled directly that is bound to the reserved node; the
+// others there are container-step pods. A labelled pod bound to another node
+// is not the workflow pod: it claims nothing.
 //
 // A workflow pod that came and was deleted leaves no trace in the API:
 // such a reservation shows as held until its runner ends, as tandem holds
@@ -166,7 +156,7 @@ type usage struct {
 func holds(rec contract.Recorded, runner *v1.Pod, pods []runnerPod) usage {
 	var mine []runnerPod
 	for _, rp := range pods {
-		if !rp.pod.CreationTimestamp.Before(&runner.CreationTimestamp) && !slices.Contains(rec.StaleWorkflowPods, rp.pod.UID) {
+		if contract.OfIncarnation(rp.pod, runner.CreationTimestamp.Time, rec.StaleWorkflowPods) {
 			mine = append(mine, rp)
 		}
 	}
@@ -189,20 +179,25 @@ func holds(rec contract.Recorded, runner *v1.Pod, pods []runnerPod) usage {
 	} else {
 		u.workflowPod = workflow.Name
 	}
-	var steps v1.ResourceList
+	h := contract.Holding{Size: contract.AmountFromList(rec.Requests), Step: contract.AmountFromList(rec.StepRequests)}
+	var on contract.RunnerPods
 	for _, rp := range mine {
-		if rp.pod != workflow && rp.pod.Spec.NodeName == rec.Node && !isTerminal(rp.pod) {
-			steps = add(steps, podRequests(rp.pod))
+		if rp.pod != workflow && rp.pod.Spec.NodeName == rec.Node && !contract.IsTerminal(rp.pod) {
+			on.Steps = on.Steps.Add(contract.AmountFromList(podRequests(rp.pod)))
 		}
 	}
 	switch {
 	case workflow == nil:
-		u.phase, u.holds, u.ports = PhaseHeld, atLeastZero(sub(rec.Requests, steps)), rec.HostPorts
-	case isTerminal(workflow):
-		u.phase, u.holds = PhaseFinished, v1.ResourceList{}
+		u.phase = PhaseHeld
+	case contract.IsTerminal(workflow):
+		u.phase, h.Ended = PhaseFinished, true
 	default:
-		headroom := atMost(atLeastZero(sub(rec.Requests, podRequests(workflow))), rec.StepRequests)
-		u.phase, u.holds = PhaseClaimed, atLeastZero(sub(headroom, steps))
+		u.phase, on.Workflow, on.WorkflowRequest = PhaseClaimed, true, contract.AmountFromList(podRequests(workflow))
+	}
+	held, ports := h.Holds(on)
+	u.holds = held.ToList()
+	if ports {
+		u.ports = rec.HostPorts
 	}
 	return u
 }

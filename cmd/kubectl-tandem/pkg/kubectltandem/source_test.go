@@ -21,7 +21,7 @@ var quantities = cmp.Options{
 	cmpopts.EquateEmpty(),
 }
 
-// The plugin's hold rule (pkg/reservations, Reservation.Holds), from the API's view.
+// The hold rule (contract.Holding), fed from the API's view.
 func TestHolds(t *testing.T) {
 	// 2 cpu reserved: 1500m for the workflow pod, 500m (and a pod) of step
 	// headroom.
