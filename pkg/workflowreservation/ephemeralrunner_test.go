@@ -90,7 +90,7 @@ func TestGraceKeepsPendingWorkflowPod(t *testing.T) {
 	pl.feeder.ReleaseWithoutWorkflowPod(logger, key("r1"), "r1")
 	cs := framework.NewCycleState()
 	pl.PreFilter(context.Background(), cs, wf, nil)
-	if s, _ := getPreFilterState(cs); s == nil || s.kind != kindWorkflow {
+	if s, _ := getCycleState(cs); s == nil || s.kind != kindWorkflow {
 		t.Errorf("the pending workflow pod lost its reservation to the grace")
 	}
 }

@@ -401,7 +401,7 @@ func TestRebuildClaimsForTheOldestWorkflowPod(t *testing.T) {
 	if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != wf.UID {
 		t.Fatalf("claimed by %q, want the workflow pod %q", r.ClaimedBy(), wf.UID)
 	}
-	held := pl.reservedOn(&preFilterState{kind: kindOther}, nodeInfo(st.MakeNode().Name("n1").Capacity(units("8")).Obj(), runner, wf, step))
+	held := pl.reservedOn(&cycleState{kind: kindOther}, nodeInfo(st.MakeNode().Name("n1").Capacity(units("8")).Obj(), runner, wf, step))
 	if held.Amount.MilliCPU != 200 {
 		t.Errorf("holds cpu=%dm, want 200m: the headroom of 500m less the step pod's 300m", held.Amount.MilliCPU)
 	}
@@ -442,7 +442,7 @@ func TestStaleWorkflowPodOfEarlierIncarnation(t *testing.T) {
 	pending := workflowPod("r1").UID("stale-pending").CreationTimestamp(earlier).Obj()
 	wcs := framework.NewCycleState()
 	if _, status := pl.PreFilter(ctx, wcs, pending, nil); status.IsSuccess() {
-		if s, _ := getPreFilterState(wcs); s != nil && s.kind == kindWorkflow {
+		if s, _ := getCycleState(wcs); s != nil && s.kind == kindWorkflow {
 			t.Error("a workflow pod created before the runner pod was given the runner's reservation")
 		}
 	}
@@ -488,7 +488,7 @@ func TestAnnotationAloneIsNotARunner(t *testing.T) {
 	if _, status := pl.PreFilter(context.Background(), cs, pod, nil); !status.IsSuccess() {
 		t.Fatalf("PreFilter: %v", status)
 	}
-	if s, _ := getPreFilterState(cs); s.kind != kindOther {
+	if s, _ := getCycleState(cs); s.kind != kindOther {
 		t.Errorf("kind = %v, want an ordinary pod: it does not match the runner selector", s.kind)
 	}
 }
@@ -511,7 +511,7 @@ func TestRunnerOutsideRunnerNamespacesIsOrdinary(t *testing.T) {
 	if _, status := pl.PreFilter(context.Background(), cs, pending, nil); !status.IsSuccess() {
 		t.Fatalf("PreFilter: %v", status)
 	}
-	if s, _ := getPreFilterState(cs); s.kind != kindOther {
+	if s, _ := getCycleState(cs); s.kind != kindOther {
 		t.Errorf("kind = %v, want an ordinary pod outside runnerNamespaces", s.kind)
 	}
 	inside := runnerPod("r3").Namespace("team-a").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
@@ -519,7 +519,7 @@ func TestRunnerOutsideRunnerNamespacesIsOrdinary(t *testing.T) {
 	if _, status := pl.PreFilter(context.Background(), cs, inside, nil); !status.IsSuccess() {
 		t.Fatalf("PreFilter: %v", status)
 	}
-	if s, _ := getPreFilterState(cs); s.kind != kindRunner {
+	if s, _ := getCycleState(cs); s.kind != kindRunner {
 		t.Errorf("kind = %v, want a runner in team-a", s.kind)
 	}
 }

@@ -135,7 +135,7 @@ func (pl *WorkflowReservation) handover() bool {
 
 // mayHavePlaceholder says whether the workflow pod's runner may have a
 // placeholder: its profile holds reservations with pods, or one exists.
-func (pl *WorkflowReservation) mayHavePlaceholder(s *preFilterState) bool {
+func (pl *WorkflowReservation) mayHavePlaceholder(s *cycleState) bool {
 	if pl.feeder.Placeholders().Of(s.runner, s.own.RunnerUID) != nil {
 		return true
 	}
@@ -161,7 +161,7 @@ type handoverState struct {
 
 // fitFilter runs the in-tree Fit for the pod on the node, less the pod's own
 // placeholder for a workflow pod (reservationMode Pods).
-func (pl *WorkflowReservation) fitFilter(ctx context.Context, cs fwk.CycleState, s *preFilterState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+func (pl *WorkflowReservation) fitFilter(ctx context.Context, cs fwk.CycleState, s *cycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	if s.kind == kindWorkflow {
 		// Every one of them: Permit's hand-over deletes them all.
 		var without fwk.NodeInfo

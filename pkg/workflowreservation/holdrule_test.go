@@ -53,7 +53,7 @@ func TestHoldRuleTable(t *testing.T) {
 					placeholder = placeholder.Add(reservations.PodAmount(p))
 				}
 			}
-			held := pl.reservedOn(&preFilterState{kind: kindOther}, nodeInfo(big, onNode...))
+			held := pl.reservedOn(&cycleState{kind: kindOther}, nodeInfo(big, onNode...))
 			// The node counts its placeholder's requests already; the table
 			// counts them in the reservation.
 			got := held.Amount.Add(placeholder).ToList()

@@ -37,7 +37,7 @@ func heldOn(t *testing.T, pl *WorkflowReservation, nodes []fwk.NodeInfo, i int) 
 	if _, status := pl.PreFilter(context.Background(), cs, pod, nodes); !status.IsSuccess() {
 		t.Fatalf("PreFilter: %v", status)
 	}
-	s, err := getPreFilterState(cs)
+	s, err := getCycleState(cs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestHeldRoomThroughTheNodeIndex(t *testing.T) {
 	if _, status := pl.PreFilter(context.Background(), cs, pod, nodes); !status.IsSuccess() {
 		t.Fatal(status)
 	}
-	s, _ := getPreFilterState(cs)
+	s, _ := getCycleState(cs)
 	if got := pl.reservedOn(s, n1.Snapshot()); got.Amount.MilliCPU != 2000 {
 		t.Errorf("through a copy of n1: %dm held, want 2000m", got.Amount.MilliCPU)
 	}
@@ -150,8 +150,8 @@ func TestCachedHeldRoomTakesNoLock(t *testing.T) {
 
 	cs := framework.NewCycleState()
 	pod := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("1")).Obj()
-	s := &preFilterState{kind: kindOther, request: reservations.PodAmount(pod)}
-	cs.Write(preFilterStateKey, s)
+	s := &cycleState{kind: kindOther, request: reservations.PodAmount(pod)}
+	cs.Write(stateKey, s)
 	answered := make(chan reservations.Held, 1)
 	go func() { answered <- pl.reservedOn(s, nodes[1]) }()
 	select {

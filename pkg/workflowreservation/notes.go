@@ -16,7 +16,7 @@ func joinErrors(errs []error) string {
 }
 
 // reservedNote is the note of the event for a reservation taken.
-func reservedNote(s *preFilterState, node string) string {
+func reservedNote(s *cycleState, node string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Reserved %s on node %s for the workflow pod (size from %s)", s.workflow, node, s.source)
 	if !s.step.IsZero() {

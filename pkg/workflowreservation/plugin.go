@@ -42,12 +42,10 @@ const (
 	// Name is the name of the plugin used in the plugin registry and configurations.
 	Name = "WorkflowReservation"
 
-	preFilterStateKey = "PreFilter" + Name
-	preScoreStateKey  = "PreScore" + Name
-	reserveStateKey   = "Reserve" + Name
-	// boundStateKey marks, in a runner's CycleState, that Bind recorded
-	// its reservation.
-	boundStateKey = "Bind" + Name
+	// stateKey is the one value this plugin keeps in a cycle's
+	// CycleState: PreFilter writes it, the later extension points fill in
+	// what they decided (cycleState).
+	stateKey = Name
 )
 
 // The extension points, in the order the framework calls them.
@@ -187,8 +185,11 @@ const (
 	kindStep
 )
 
-// preFilterState is what one scheduling cycle knows about the pod.
-type preFilterState struct {
+// cycleState is what one scheduling cycle knows about the pod. PreFilter
+// writes it (PreScore, for a pod PreFilter skipped); PreScore, Reserve and
+// Bind fill in their parts, after any clone the framework makes for
+// preemption or nominated pods (Filter's).
+type cycleState struct {
 	kind    podKind
 	request contract.Amount
 	// runner: the workflow pod's size (step headroom included) and where
@@ -214,6 +215,11 @@ type preFilterState struct {
 	adjust adjustments
 	// nonZero is the pod's request as Score counts it (nonZeroRequest).
 	nonZero contract.Amount
+	// need is what the pod brings to a node, for Score (PreScore): its
+	// request, plus its workflow pod's for a runner. Its cpu and memory
+	// count a container that requests none as NodeResourcesFit does
+	// (nonZeroRequest).
+	need contract.Amount
 	// pair is a runner's request with its workflow pod's.
 	pair contract.Amount
 	// noneHeld: an ordinary pod or a runner, nothing held anywhere and no
@@ -223,51 +229,35 @@ type preFilterState struct {
 	// an ordinary pod Filter then runs the Fit only; PreFilter skips it
 	// where the profile runs the stock Fit.
 	noneHeld bool
+
+	// What Reserve changed, for Unreserve, Permit and PostBind: the
+	// reservation a runner's cycle put into the store (taken), or a
+	// workflow pod's claim.
+	taken     *reservations.Reservation
+	claimed   bool
+	wasUsedUp bool
+	// recorded: this plugin's Bind bound the runner with its record.
+	recorded bool
 }
 
 // Clone copies the state: AddPod and RemovePod change a clone's adjustments.
-func (s *preFilterState) Clone() fwk.StateData {
+func (s *cycleState) Clone() fwk.StateData {
 	c := *s
 	c.adjust = s.adjust.clone()
 	return &c
 }
 
-func getPreFilterState(cs fwk.CycleState) (*preFilterState, error) {
-	c, err := cs.Read(preFilterStateKey)
+func getCycleState(cs fwk.CycleState) (*cycleState, error) {
+	c, err := cs.Read(stateKey)
 	if err != nil {
-		return nil, fmt.Errorf("reading %q from cycleState: %w", preFilterStateKey, err)
+		return nil, fmt.Errorf("reading %q from cycleState: %w", stateKey, err)
 	}
-	s, ok := c.(*preFilterState)
+	s, ok := c.(*cycleState)
 	if !ok {
-		return nil, fmt.Errorf("%+v convert to workflowreservation.preFilterState error", c)
+		return nil, fmt.Errorf("%+v convert to workflowreservation.cycleState error", c)
 	}
 	return s, nil
 }
-
-// scoreState is what Score needs of the pod.
-type scoreState struct {
-	*preFilterState
-	// need is what the pod brings to a node: its request, plus its
-	// workflow pod's for a runner. Its cpu and memory count a container
-	// that requests none as NodeResourcesFit does (nonZeroRequest).
-	need contract.Amount
-}
-
-func (s *scoreState) Clone() fwk.StateData { return s }
-
-// reserveState remembers what Reserve changed, for Unreserve: the
-// reservation a runner's cycle put into the store, or a workflow pod's claim.
-type reserveState struct {
-	taken     *reservations.Reservation
-	claimed   bool
-	wasUsedUp bool
-}
-
-func (s *reserveState) Clone() fwk.StateData { return s }
-
-type boundState struct{}
-
-func (boundState) Clone() fwk.StateData { return boundState{} }
 
 // PreFilter classifies the pod, sizes a runner's workflow pod and narrows a
 // pinned workflow pod to its reservation's node.
@@ -288,7 +278,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			return nil, status
 		}
 	}
-	s := &preFilterState{releases: pl.feeder.Waiting().Releases()}
+	s := &cycleState{releases: pl.feeder.Waiting().Releases()}
 	result := pl.claimOf(ctx, pod, s)
 	if s.kind == kindOther && pl.profile.IsRunner(pod) {
 		owned, status := pl.ownedRunner(ctx, pod)
@@ -324,7 +314,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	s.nonZero = nonZeroRequest(pod)
 	s.hostPorts = podHostPorts(pod)
 	s.rejected = &atomic.Bool{}
-	cs.Write(preFilterStateKey, s)
+	cs.Write(stateKey, s)
 	pl.signed.Store(&signedPod{pod: pod, s: s})
 	return result, nil
 }
@@ -334,7 +324,7 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 // batching): s is nil for a pod PreFilter skipped.
 type signedPod struct {
 	pod *v1.Pod
-	s   *preFilterState
+	s   *cycleState
 }
 
 // awaitRebuild holds the first cycles until the informer handlers have
@@ -368,7 +358,7 @@ func (pl *WorkflowReservation) awaitRebuild(ctx context.Context, pod *v1.Pod) *f
 // claimed (kindStep). A pinned workflow pod is narrowed to its
 // reservation's node. A pod labelled as a workflow pod that claims nothing
 // is scheduled as an ordinary pod, and told why once.
-func (pl *WorkflowReservation) claimOf(ctx context.Context, pod *v1.Pod, s *preFilterState) *fwk.PreFilterResult {
+func (pl *WorkflowReservation) claimOf(ctx context.Context, pod *v1.Pod, s *cycleState) *fwk.PreFilterResult {
 	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
 		// A container-step pod of hooks v0.7.0 (its Job names the runner).
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: runner}
@@ -453,7 +443,7 @@ func (pl *WorkflowReservation) ownedRunner(ctx context.Context, pod *v1.Pod) (bo
 // returns the status of a runner that must wait: its hook templates are not
 // listed yet, or its size is unknown and no default applies. A runner
 // without any source is scheduled without a reservation, and told so.
-func (pl *WorkflowReservation) sizeRunner(ctx context.Context, pod *v1.Pod, s *preFilterState) *fwk.Status {
+func (pl *WorkflowReservation) sizeRunner(ctx context.Context, pod *v1.Pod, s *cycleState) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	sz := pl.profile.Sizer.Size(pod)
 	if sz.NotListed != nil {
@@ -499,7 +489,7 @@ func (pl *WorkflowReservation) sizeRunner(ctx context.Context, pod *v1.Pod, s *p
 // Filter counts the room reserved on the node (other than the pod's own
 // reservation) as used, and requires room for a runner's workflow pod too.
 func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	s, err := getPreFilterState(cs)
+	s, err := getCycleState(cs)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -518,7 +508,7 @@ func (pl *WorkflowReservation) Filter(ctx context.Context, cs fwk.CycleState, po
 	return status
 }
 
-func (pl *WorkflowReservation) filter(s *preFilterState, nodeInfo fwk.NodeInfo) *fwk.Status {
+func (pl *WorkflowReservation) filter(s *cycleState, nodeInfo fwk.NodeInfo) *fwk.Status {
 	var held reservations.Held
 	if !s.noneHeld || !s.adjust.empty() {
 		held = pl.reservedOn(s, nodeInfo)
@@ -554,7 +544,7 @@ func (pl *WorkflowReservation) filter(s *preFilterState, nodeInfo fwk.NodeInfo) 
 // what it needs. Preemption is DefaultPreemption's, which runs first; it
 // sees reservations through PreFilterExtensions.
 func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	s, err := getPreFilterState(cs)
+	s, err := getCycleState(cs)
 	if err != nil {
 		// PreFilter skipped the pod: nothing to explain.
 		return nil, fwk.NewStatus(fwk.Unschedulable)
@@ -603,15 +593,15 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 // PreScore prepares Score; for a pod PreFilter skipped (no reservations
 // anywhere) it only needs the pod's request.
 func (pl *WorkflowReservation) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	s, err := getPreFilterState(cs)
+	s, err := getCycleState(cs)
 	if err != nil {
-		s = &preFilterState{nonZero: nonZeroRequest(pod)}
+		s = &cycleState{nonZero: nonZeroRequest(pod)}
+		cs.Write(stateKey, s)
 	}
-	need := s.nonZero
+	s.need = s.nonZero
 	if s.kind == kindRunner {
-		need = need.Add(s.workflow)
+		s.need = s.need.Add(s.workflow)
 	}
-	cs.Write(preScoreStateKey, &scoreState{preFilterState: s, need: need})
 	return nil
 }
 
@@ -621,20 +611,16 @@ func (pl *WorkflowReservation) PreScore(_ context.Context, cs fwk.CycleState, po
 // MostAllocated bin-packs. A runner is scored with its workflow pod. A
 // workflow pod that is not pinned to a node prefers its runner's.
 func (pl *WorkflowReservation) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	c, err := cs.Read(preScoreStateKey)
+	s, err := getCycleState(cs)
 	if err != nil {
-		return 0, fwk.AsStatus(fmt.Errorf("reading %q from cycleState: %w", preScoreStateKey, err))
-	}
-	s, ok := c.(*scoreState)
-	if !ok {
-		return 0, fwk.AsStatus(fmt.Errorf("%+v convert to workflowreservation.scoreState error", c))
+		return 0, fwk.AsStatus(err)
 	}
 	if s.kind == kindWorkflow && nodeInfo.Node().Name == s.own.Node {
 		return fwk.MaxNodeScore, nil
 	}
 	used := s.need
 	if !s.noneHeld || !s.adjust.empty() {
-		used = used.Add(pl.reservedOn(s.preFilterState, nodeInfo).Amount)
+		used = used.Add(pl.reservedOn(s, nodeInfo).Amount)
 	}
 	// NodeResourcesFit's accounting: cpu and memory with best-effort
 	// containers at the defaults, every other resource as requested.
@@ -685,7 +671,7 @@ func (pl *WorkflowReservation) ScoreExtensions() fwk.ScoreExtensions { return ni
 // Reserve takes the runner's reservation on the node, or hands a workflow
 // pod's reservation over to it.
 func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
-	s, err := getPreFilterState(cs)
+	s, err := getCycleState(cs)
 	if err != nil {
 		return nil // skipped at PreFilter
 	}
@@ -713,7 +699,7 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 			StaleJob:      pl.feeder.StaleJobOf(runner),
 		}
 		pl.store.Take(taken)
-		cs.Write(reserveStateKey, &reserveState{taken: taken})
+		s.taken = taken
 		pl.feeder.RecordMetrics()
 		if loggerV := logger.V(4); loggerV.Enabled() {
 			loggerV.Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
@@ -723,10 +709,8 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 		// workflow pod that another node suited better) it is an ordinary
 		// pod, and the room stays held for the runner: whoever may create
 		// pods in the namespace may label one with the runner's name.
-		rs := &reserveState{}
-		rs.claimed, rs.wasUsedUp = pl.store.Claim(s.runner, s.own.RunnerUID, pod.UID, nodeName)
-		cs.Write(reserveStateKey, rs)
-		if !rs.claimed && nodeName != s.own.Node {
+		s.claimed, s.wasUsedUp = pl.store.Claim(s.runner, s.own.RunnerUID, pod.UID, nodeName)
+		if !s.claimed && nodeName != s.own.Node {
 			logger.V(2).Info("Workflow pod scheduled to another node than its runner's reservation; it claims nothing", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName, "reservedNode", s.own.Node)
 			if pl.feeder.FirstWarning(pod.UID, contract.ReasonNoReservation) {
 				pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoReservation, "Scheduling",
@@ -771,7 +755,7 @@ func (pl *WorkflowReservation) staleWorkflowPods(ctx context.Context, runner *v1
 // informer has since shown bound: a bind that reported a failure may still
 // have gone through.
 func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
-	s, err := getPreFilterState(cs)
+	s, err := getCycleState(cs)
 	if err != nil {
 		return
 	}
@@ -779,15 +763,13 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 	switch s.kind {
 	case kindRunner:
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-		c, err := cs.Read(reserveStateKey)
-		rs, ok := c.(*reserveState)
-		if err != nil || !ok || rs.taken == nil {
+		if s.taken == nil {
 			return
 		}
 		// Only the reservation this cycle took, and only while the
 		// informer has not shown it bound.
-		if pl.store.Return(rs.taken) {
-			logger.V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", rs.taken.Node)
+		if pl.store.Return(s.taken) {
+			logger.V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", s.taken.Node)
 			metrics.Releases.WithLabelValues(pl.profile.Name, metrics.ReleaseUnreserved, "false").Inc()
 			// A placeholder Bind created goes with it.
 			pl.feeder.Placeholders().Check(pod.Namespace, pod.Name, pod.UID)
@@ -795,12 +777,10 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 			logger.V(2).Info("Binding reported a failure but the runner is bound; keeping its reservation", "runner", klog.KObj(pod), "node", r.Node)
 		}
 	case kindWorkflow:
-		c, err := cs.Read(reserveStateKey)
-		rs, ok := c.(*reserveState)
-		if err != nil || !ok || !rs.claimed {
+		if !s.claimed {
 			return
 		}
-		pl.store.Unclaim(s.runner, pod.UID, rs.wasUsedUp)
+		pl.store.Unclaim(s.runner, pod.UID, s.wasUsedUp)
 		// Holding again: a placeholder deleted at Permit comes back.
 		pl.feeder.Placeholders().Unyield(s.runner, s.own.RunnerUID)
 	default:
@@ -817,11 +797,11 @@ const permitTimeout = 30 * time.Second
 // the placeholder may be being created, or created and not yet shown by the
 // informer, and binding next to it would take its room twice.
 func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
-	s, err := getPreFilterState(cs)
+	s, err := getCycleState(cs)
 	if err != nil || s.kind != kindWorkflow || pl.feeder.Placeholders() == nil {
 		return nil, 0
 	}
-	if c, err := cs.Read(reserveStateKey); err != nil || !c.(*reserveState).claimed {
+	if !s.claimed {
 		return nil, 0 // this cycle did not claim: nothing to hand over
 	}
 	if !pl.mayHavePlaceholder(s) {
@@ -864,7 +844,7 @@ func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, po
 // the bind extension point too); otherwise PostBind warns that the
 // reservation is not recorded.
 func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
-	s, err := getPreFilterState(cs)
+	s, err := getCycleState(cs)
 	if err != nil || s.kind != kindRunner {
 		return fwk.NewStatus(fwk.Skip)
 	}
@@ -895,7 +875,7 @@ func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod 
 	} else if err := pl.handle.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
 		return fwk.AsStatus(err)
 	}
-	cs.Write(boundStateKey, boundState{})
+	s.recorded = true
 	return nil
 }
 
@@ -921,14 +901,16 @@ func (pl *WorkflowReservation) placeholderBeforeBinding(ctx context.Context, pod
 
 // PostBind reports the reservation taken or claimed.
 func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
-	s, err := getPreFilterState(cs)
+	s, err := getCycleState(cs)
 	if err != nil {
 		return
 	}
 	logger := klog.FromContext(ctx)
 	switch s.kind {
 	case kindRunner:
-		pl.warnIfBoundElsewhere(ctx, cs, pod, nodeName)
+		if !s.recorded {
+			pl.warnBoundElsewhere(ctx, pod, nodeName)
+		}
 		if logger := logger.V(2); logger.Enabled() {
 			// The hook mode shows here and in the event only: the record does not carry it.
 			logger.Info("Reserved room for the workflow pod", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String(), "source", s.source,
@@ -936,7 +918,7 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 		}
 		pl.feeder.RoutineEvent(pod, contract.ReasonReserved, "Reserve", func() string { return reservedNote(s, nodeName) })
 	case kindWorkflow:
-		if c, err := cs.Read(reserveStateKey); err != nil || !c.(*reserveState).claimed {
+		if !s.claimed {
 			return // it claimed nothing (scheduled to another node, or claimed by another)
 		}
 		pl.feeder.ObserveClaim(pl.profile.Name, s.own)
@@ -947,16 +929,13 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 	}
 }
 
-// warnIfBoundElsewhere is PostBind's check for a profile in which another
-// bind plugin bound the runner: its reservation is held in memory but not
+// warnBoundElsewhere is PostBind's word for a profile in which another bind
+// plugin bound the runner: its reservation is held in memory but not
 // recorded on the pod, so a restart or a leader change loses it. The runner
 // is told (a Warning event) and the log says how to fix the profile: a
 // runner without a record holds nothing after a restart (the reconciler
 // cannot tell it from a pod tandem never bound).
-func (pl *WorkflowReservation) warnIfBoundElsewhere(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
-	if _, err := cs.Read(boundStateKey); err == nil {
-		return
-	}
+func (pl *WorkflowReservation) warnBoundElsewhere(ctx context.Context, pod *v1.Pod, nodeName string) {
 	logger := klog.FromContext(ctx)
 	warnBinderOrder.Do(func() {
 		logger.Error(nil, "Another bind plugin bound a runner before WorkflowReservation: reservations are not recorded on runner pods and a restart or leader change loses them; enable WorkflowReservation at the bind extension point, ahead of DefaultBinder", "runner", klog.KObj(pod))

@@ -100,7 +100,7 @@ func TestPreFilter(t *testing.T) {
 			if !status.IsSuccess() {
 				return
 			}
-			s, err := getPreFilterState(cs)
+			s, err := getCycleState(cs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -462,7 +462,11 @@ func TestPostBindEvents(t *testing.T) {
 				if status := pl.Reserve(ctx, cs, tc.pod, "n1"); !status.IsSuccess() {
 					t.Fatalf("Reserve: %v", status)
 				}
-				cs.Write(boundStateKey, boundState{}) // as this plugin's Bind leaves it
+				s, err := getCycleState(cs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.recorded = true // as this plugin's Bind leaves it
 				pl.PostBind(ctx, cs, tc.pod, "n1")
 				var want []string
 				if events {

@@ -93,7 +93,7 @@ func (pl *WorkflowReservation) PreFilterExtensions() fwk.PreFilterExtensions { r
 // preemption gets its reservation back; a nominated runner that is not bound
 // yet brings the room of its workflow pod.
 func (pl *WorkflowReservation) AddPod(ctx context.Context, cs fwk.CycleState, podToSchedule *v1.Pod, podInfoToAdd fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
-	s, err := getPreFilterState(cs)
+	s, err := getCycleState(cs)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -121,7 +121,7 @@ func (pl *WorkflowReservation) AddPod(ctx context.Context, cs fwk.CycleState, po
 // RemovePod removes podInfoToRemove from the node in this cycle: a runner
 // takes its reservation, a workflow pod what remains of its runner's.
 func (pl *WorkflowReservation) RemovePod(ctx context.Context, cs fwk.CycleState, podToSchedule *v1.Pod, podInfoToRemove fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
-	s, err := getPreFilterState(cs)
+	s, err := getCycleState(cs)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}

@@ -136,7 +136,7 @@ func TestReprieveWorkflowPodKeepsRunnerRemoved(t *testing.T) {
 	pl.RemovePod(ctx, cs, pod, podInfo(t, runner), ni)
 	pl.RemovePod(ctx, cs, pod, podInfo(t, wf), ni)
 	pl.AddPod(ctx, cs, pod, podInfo(t, wf), ni)
-	if s, _ := getPreFilterState(cs); !s.adjust.isRemoved("r1") {
+	if s, _ := getCycleState(cs); !s.adjust.isRemoved("r1") {
 		t.Error("sparing the workflow pod brought back the reservation of the runner still removed")
 	}
 }

@@ -30,7 +30,7 @@ import (
 // line, whatever the number of reservations, with no lock taken. Pods with
 // a reservation of their own, dry runs and a node the index does not know
 // compute it afresh, under the store's read lock.
-func (pl *WorkflowReservation) reservedOn(s *preFilterState, nodeInfo fwk.NodeInfo) reservations.Held {
+func (pl *WorkflowReservation) reservedOn(s *cycleState, nodeInfo fwk.NodeInfo) reservations.Held {
 	own := s.kind == kindWorkflow || s.kind == kindStep
 	cacheable := !own && s.adjust.empty()
 	if cacheable {

@@ -205,7 +205,7 @@ func TestFilterStepsAndPorts(t *testing.T) {
 			if _, status := pl.PreFilter(ctx, cs, tc.pod, nil); !status.IsSuccess() {
 				t.Fatalf("PreFilter: %v", status)
 			}
-			s, err := getPreFilterState(cs)
+			s, err := getCycleState(cs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -246,10 +246,10 @@ func useJobs(t *testing.T, pl *WorkflowReservation, jobs ...*batchv1.Job) {
 func TestHeldCache(t *testing.T) {
 	ctx := context.Background()
 	other := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("1")).Obj()
-	state := func(pl *WorkflowReservation, pod *v1.Pod) *preFilterState {
+	state := func(pl *WorkflowReservation, pod *v1.Pod) *cycleState {
 		cs := framework.NewCycleState()
 		pl.PreFilter(ctx, cs, pod, nil)
-		s, err := getPreFilterState(cs)
+		s, err := getCycleState(cs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +282,7 @@ func TestHeldCache(t *testing.T) {
 		t.Errorf("after the workflow pod's call an ordinary pod sees %dm, want 2000m", got)
 	}
 	// A dry run without r1 is neither served nor cached.
-	dry := s.Clone().(*preFilterState)
+	dry := s.Clone().(*cycleState)
 	dry.adjust.removed = addUID(dry.adjust.removed, "r1")
 	if got := pl.reservedOn(dry, ni).Amount.MilliCPU; got != 1000 {
 		t.Errorf("dry run without r1 sees %dm, want 1000m", got)
