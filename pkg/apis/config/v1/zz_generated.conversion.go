@@ -8,12 +8,11 @@ package v1
 import (
 	unsafe "unsafe"
 
+	config "github.com/tandem-scheduler/tandem/pkg/apis/config"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
-
-	config "github.com/tandem-scheduler/tandem/pkg/apis/config"
 )
 
 func init() {
