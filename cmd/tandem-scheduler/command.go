@@ -21,6 +21,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/skew"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
@@ -87,11 +88,18 @@ func run(cmd *cobra.Command, opts *options.Options) error {
 		cancel()
 	}()
 
+	// What runs: kube-scheduler with the plugin in every tandem profile,
+	// and next to it tandem's controllers (pkg/controllers), which the
+	// profiles join as app.Setup builds them. Both run on every replica;
+	// only the leader schedules, and the controllers write and speak only
+	// while it leads.
 	leader := leadership.New()
-	cc, sched, err := app.Setup(ctx, opts, app.WithPlugin(workflowreservation.Name, workflowreservation.NewFactory(leader)))
+	feeder := controllers.NewFeeder(leader)
+	cc, sched, err := app.Setup(ctx, opts, app.WithPlugin(workflowreservation.Name, workflowreservation.NewFactory(feeder)))
 	if err != nil {
 		return err
 	}
+	go feeder.Run(ctx)
 	checkSkew(klog.FromContext(ctx), cc.Client.Discovery())
 	if cc.LeaderElection != nil {
 		cc.LeaderElection.Lock = leader.Observe(cc.LeaderElection.Lock)

@@ -23,6 +23,7 @@ import (
 
 	// Registers WorkflowReservationArgs with kube-scheduler's config scheme.
 	_ "github.com/tandem-scheduler/tandem/pkg/apis/config/scheme"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/workflowreservation"
 )
 
@@ -62,7 +63,8 @@ func Start(ctx context.Context, cfg *rest.Config, configYAML string, opts ...Opt
 	// One cluster, one set of reservations, whichever profile took them:
 	// tandem-scheduler's registry (a factory per scheduler, always leading
 	// here).
-	registry := frameworkruntime.Registry{workflowreservation.Name: workflowreservation.NewFactory(nil)}
+	feeder := controllers.NewFeeder(nil)
+	registry := frameworkruntime.Registry{workflowreservation.Name: workflowreservation.NewFactory(feeder)}
 	for _, opt := range opts {
 		opt(&registry)
 	}
@@ -109,6 +111,9 @@ func Start(ctx context.Context, cfg *rest.Config, configYAML string, opts ...Opt
 		cancel()
 		return nil, fmt.Errorf("creating scheduler: %w", err)
 	}
+	// As tandem-scheduler: the controllers the profiles joined, next to
+	// the scheduler.
+	go feeder.Run(ctx)
 	broadcaster.StartRecordingToSink(ctx.Done())
 	informerFactory.Start(ctx.Done())
 	dynInformerFactory.Start(ctx.Done())

@@ -1,7 +1,8 @@
 // Package controllers keeps tandem's reservations in step with the cluster
 // and the cluster in step with tandem's reservations, outside the scheduling
 // cycle. The Feeder is one scheduler's: every tandem profile's plugin
-// instance joins it (Join) and reads the reservations.Store it feeds.
+// instance joins it (Join) and reads the reservations.Store it feeds; the
+// scheduler's command runs its controllers (Run) next to the scheduler.
 //
 //   - the informer handlers (handlers.go): rebuild the reservations recorded
 //     on bound runner pods, note workflow pods' claims, release what is gone;

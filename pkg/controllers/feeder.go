@@ -112,6 +112,8 @@ type Feeder struct {
 	synced func() bool
 	// reconciled is closed after the reconciler's first pass.
 	reconciled chan struct{}
+	// running is set by Run.
+	running atomic.Bool
 	// pairPods keeps the pair pods of waiting runners, placeholders the
 	// placeholders of bound runners (both nil without informers).
 	pairPods     *PairPods
@@ -168,8 +170,8 @@ func NewFeeder(l *leadership.Leadership) *Feeder {
 
 // Join adds profile p of the scheduler c. It watches p's hook templates
 // (hookTemplateNamespaces, none: every namespace) for p's sizer; the first
-// profile's Join registers the informer handlers and starts the
-// controllers, configured by cfg, until ctx ends.
+// profile's Join registers the informer handlers and builds the
+// controllers, configured by cfg, which Run runs.
 func (f *Feeder) Join(ctx context.Context, c Cluster, p *Profile, hookTemplateNamespaces []string, cfg Config) error {
 	first, err := f.add(p)
 	if err != nil {
@@ -227,11 +229,30 @@ func (f *Feeder) Join(ctx context.Context, c Cluster, p *Profile, hookTemplateNa
 		f.WantPlaceholder)
 	f.placeholders.HandOver = handOverClient(logger, c)
 	f.placeholders.Enable(p.ReservationMode)
+	return nil
+}
+
+// Run runs the controllers the profiles' Joins built, on every replica
+// (each writes and speaks only while its replica leads), until ctx ends:
+// the pair-pod and placeholder workers, the reconciler, the reservation
+// gauges and the EphemeralRunner watch. Call it once, after every profile
+// joined (tandem-scheduler: after app.Setup built the profiles); the
+// plugin schedules nothing until the reconciler's first pass. Without a
+// profile that joined with informers it returns at once.
+func (f *Feeder) Run(ctx context.Context) {
+	if f.pairPods == nil {
+		klog.FromContext(ctx).V(2).Info("No tandem profile joined with informers: no controllers to run")
+		return
+	}
+	if !f.running.CompareAndSwap(false, true) {
+		panic("controllers.Feeder.Run called twice")
+	}
+	go f.pairPods.Run(ctx)
 	go f.placeholders.Run(ctx)
 	go f.runReconciler(ctx)
 	go f.speakWhenLeading(ctx)
 	go f.watchJobs(ctx)
-	return nil
+	<-ctx.Done()
 }
 
 // The budget of tandem's own writes (pair pods, placeholders, their

@@ -239,3 +239,59 @@ func TestJoinWiresTheClients(t *testing.T) {
 			handOver.QPS(), handOver == writes, handOver == schedulerLimiter)
 	}
 }
+
+// The controllers run when the scheduler's command runs them (Run, after
+// every profile joined), for as long as its context lives; the plugin
+// schedules nothing before the reconciler's first pass, which Run brings.
+func TestRunRunsTheControllersJoinBuilt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := fake.NewClientset(st.MakeNode().Name("n1").Obj())
+	c := &informerCluster{client: client, informers: informers.NewSharedInformerFactory(client, 0)}
+	sz, err := sizing.NewSizer(&config.WorkflowReservationArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFeeder(nil)
+	profile := &Profile{Name: "test", Runners: labels.Everything(), Recorder: events.NewFakeRecorder(10), Sizer: sz, ReservationMode: config.ReservationModeMemory}
+	if err := f.Join(ctx, c, profile, nil, Config{ReconcileInterval: time.Hour, NoWorkflowPodGrace: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	c.informers.Start(ctx.Done())
+	c.informers.WaitForCacheSync(ctx.Done())
+
+	runCtx, stop := context.WithCancel(ctx)
+	returned := make(chan struct{})
+	go func() {
+		f.Run(runCtx)
+		close(returned)
+	}()
+	select {
+	case <-f.Reconciled():
+	case <-ctx.Done():
+		t.Fatal("no first reconcile after Run")
+	}
+	select {
+	case <-returned:
+		t.Fatal("Run returned while its context lives")
+	default:
+	}
+	stop()
+	select {
+	case <-returned:
+	case <-ctx.Done():
+		t.Fatal("Run did not return when its context ended")
+	}
+
+	// A scheduler without a tandem profile has nothing to run.
+	done := make(chan struct{})
+	go func() {
+		NewFeeder(nil).Run(ctx)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("Run without a joined profile did not return")
+	}
+}

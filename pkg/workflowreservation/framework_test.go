@@ -32,9 +32,10 @@ func realFramework(ctx context.Context, tb testing.TB, profile *schedconfig.Kube
 	tb.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	var pl *WorkflowReservation
+	feeder := controllers.NewFeeder(nil)
 	registry := plugins.NewInTreeRegistry()
 	if err := registry.Merge(frameworkruntime.Registry{Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		p, err := newPlugin(ctx, obj, h, controllers.NewFeeder(nil), &nodeIndexRef{})
+		p, err := newPlugin(ctx, obj, h, feeder, &nodeIndexRef{})
 		if err == nil {
 			pl = p.(*WorkflowReservation)
 		}
@@ -54,6 +55,7 @@ func realFramework(ctx context.Context, tb testing.TB, profile *schedconfig.Kube
 	if err != nil {
 		tb.Fatal(err)
 	}
+	go feeder.Run(ctx)
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	if pl != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	configv1 "github.com/tandem-scheduler/tandem/pkg/apis/config/v1"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
@@ -156,11 +157,13 @@ func newTestPluginIn(ctx context.Context, t testing.TB, client *fake.Clientset, 
 	if withInformers {
 		h.informers = informers.NewSharedInformerFactory(client, 0)
 	}
-	p, err := NewFactory(leader)(ctx, args, h)
+	f := controllers.NewFeeder(leader)
+	p, err := NewFactory(f)(ctx, args, h)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	pl := p.(*WorkflowReservation)
+	go f.Run(ctx) // as tandem-scheduler does
 	if withInformers {
 		h.informers.Start(ctx.Done())
 		h.informers.WaitForCacheSync(ctx.Done())

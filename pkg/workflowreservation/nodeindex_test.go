@@ -14,6 +14,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/contract"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
@@ -223,7 +224,7 @@ func TestNothingHeldStillCountsANominatedRunner(t *testing.T) {
 func TestProfilesShareTheNodeIndex(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	factory := NewFactory(nil)
+	factory := NewFactory(controllers.NewFeeder(nil))
 	var pls []*WorkflowReservation
 	for _, profile := range []string{"a", "b"} {
 		h := &fakeHandle{client: fake.NewClientset(), recorder: events.NewFakeRecorder(10), profile: profile}

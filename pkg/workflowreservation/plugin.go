@@ -32,7 +32,6 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/apis/config/validation"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
-	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing"
@@ -90,18 +89,25 @@ type WorkflowReservation struct {
 	lifetime context.Context
 }
 
-// New initializes a plugin that leads always and shares its reservations
-// with no other profile: a scheduler without leader election and with one
-// tandem profile. tandem-scheduler uses NewFactory.
+// New initializes a plugin that leads always, shares its reservations with
+// no other profile and runs its own controllers until ctx ends: a scheduler
+// without leader election and with one tandem profile, for a harness that
+// takes only a registry (scheduler_perf). tandem-scheduler uses NewFactory.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	return newPlugin(ctx, obj, h, controllers.NewFeeder(nil), &nodeIndexRef{})
+	f := controllers.NewFeeder(nil)
+	pl, err := newPlugin(ctx, obj, h, f, &nodeIndexRef{})
+	if err != nil {
+		return nil, err
+	}
+	go f.Run(ctx)
+	return pl, nil
 }
 
 // NewFactory returns the plugin factory of one scheduler: the instances it
-// creates (one per profile) share their reservations, and speak (events,
-// metrics of held reservations) only while l leads; nil leads always.
-func NewFactory(l *leadership.Leadership) frameworkruntime.PluginFactory {
-	f := controllers.NewFeeder(l)
+// creates (one per profile) join f and share its reservations. The caller
+// runs f's controllers (Feeder.Run) once the scheduler's profiles are
+// built; until their first reconcile the plugin schedules nothing.
+func NewFactory(f *controllers.Feeder) frameworkruntime.PluginFactory {
 	// One index of the scheduler's nodes for every profile: they share the
 	// snapshot and the store.
 	index := &nodeIndexRef{}
@@ -111,8 +117,8 @@ func NewFactory(l *leadership.Leadership) frameworkruntime.PluginFactory {
 }
 
 // newPlugin initializes the plugin from its args and joins it to f; the
-// first instance of a scheduler starts f's informer handlers, which rebuild
-// the reservations recorded on runner pods, and its reconciler.
+// first instance of a scheduler registers f's informer handlers, which
+// rebuild the reservations recorded on runner pods.
 func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *controllers.Feeder, index *nodeIndexRef) (fwk.Plugin, error) {
 	args, ok := obj.(*config.WorkflowReservationArgs)
 	if !ok {
