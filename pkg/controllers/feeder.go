@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -54,6 +55,37 @@ type Profile struct {
 	// Handover reports whether the profile hands a placeholder over to its
 	// workflow pod at Permit (nil: it does not).
 	Handover func() bool
+}
+
+// NewProfile returns what the controllers know of the profile name from
+// its plugin args (validated), with recorder as its event recorder. The
+// profile hands no placeholder over at Permit until Handover is set.
+func NewProfile(name string, args *config.WorkflowReservationArgs, recorder events.EventRecorder) (*Profile, error) {
+	selector, err := metav1.LabelSelectorAsSelector(args.RunnerSelector)
+	if err != nil {
+		return nil, fmt.Errorf("runnerSelector: %w", err)
+	}
+	sz, err := sizing.NewSizer(args)
+	if err != nil {
+		return nil, err
+	}
+	return &Profile{
+		Name:              name,
+		Runners:           selector,
+		Namespaces:        sets.New(args.RunnerNamespaces...),
+		RunnerPodLabel:    args.RunnerPodLabel,
+		Sizer:             sz,
+		Recorder:          recorder,
+		ReservationEvents: args.ReservationEvents,
+		ReservationMode:   args.ReservationMode,
+		PlaceholderImage:  args.PlaceholderImage,
+	}, nil
+}
+
+// ConfigOf is what the args of a scheduler's first tandem profile set for
+// its controllers.
+func ConfigOf(args *config.WorkflowReservationArgs) Config {
+	return Config{ReconcileInterval: args.ReconcileInterval.Duration, NoWorkflowPodGrace: args.NoWorkflowPodGrace.Duration}
 }
 
 // IsRunner reports whether pod is a runner pod of the profile: in one of

@@ -9,14 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
-	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/internal/tandemtest"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing"
 )
 
@@ -61,32 +59,6 @@ func newTestFeeder(t *testing.T, opts ...feederOption) *Feeder {
 	return f
 }
 
-// eventually polls cond; handlers and timers run asynchronously.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("timed out waiting until %s", what)
-	}
-}
-
-func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "arc", Name: name} }
-
-// oneUnit is runner's reservation of cpu=1 on n1, bound.
-func oneUnit(runner string) *reservations.Reservation {
-	return &reservations.Reservation{Runner: key(runner), RunnerUID: types.UID(runner), Node: "n1", Size: contract.Amount{MilliCPU: 1000, Pods: 1}, Source: contract.SourceAnnotation}
-}
-
-func runnerPod(name string) *st.PodWrapper {
-	return st.MakePod().Namespace("arc").Name(name).UID(name).SchedulerName("test").Label("actions-ephemeral-runner", "True")
-}
-
-func units(cpu string) map[v1.ResourceName]string {
-	return map[v1.ResourceName]string{v1.ResourceCPU: cpu}
-}
-
 // placeholderOf builds runner's placeholder holding cpu on n1, as the worker
 // would.
 func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
@@ -94,3 +66,12 @@ func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
 	p.UID = types.UID(p.Name)
 	return p
 }
+
+// The fixtures the plugin's tests share (pkg/internal/tandemtest).
+var (
+	runnerPod  = tandemtest.RunnerPod
+	units      = tandemtest.Units
+	key        = tandemtest.Key
+	oneUnit    = tandemtest.OneUnit
+	eventually = tandemtest.Eventually
+)

@@ -25,9 +25,9 @@ import (
 
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
-	configv1 "github.com/tandem-scheduler/tandem/pkg/apis/config/v1"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
+	"github.com/tandem-scheduler/tandem/pkg/internal/tandemtest"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
@@ -106,21 +106,6 @@ func (h *fakeHandle) activatedPods() []string {
 	return append([]string(nil), h.activated...)
 }
 
-// defaultArgs are the args as defaulting leaves them, without pair pods.
-
-func defaultArgs() *config.WorkflowReservationArgs {
-	in := &configv1.WorkflowReservationArgs{}
-	configv1.SetObjectDefaults_WorkflowReservationArgs(in)
-	out := &config.WorkflowReservationArgs{}
-	if err := configv1.Convert_v1_WorkflowReservationArgs_To_config_WorkflowReservationArgs(in, out, nil); err != nil {
-		panic(err)
-	}
-	// The tests of pair pods turn them on; elsewhere they would only add
-	// pods to the fake clientset.
-	out.PairPods = false
-	return out
-}
-
 // newTestPlugin builds the plugin on a fake clientset holding objs, with
 // informers started and synced when withInformers is set.
 func newTestPlugin(t testing.TB, args *config.WorkflowReservationArgs, withInformers bool, objs ...runtime.Object) (*WorkflowReservation, *fakeHandle) {
@@ -185,19 +170,6 @@ func nodeInfo(node *v1.Node, pods ...*v1.Pod) fwk.NodeInfo {
 	return ni
 }
 
-func units(cpu string) map[v1.ResourceName]string {
-	return map[v1.ResourceName]string{v1.ResourceCPU: cpu}
-}
-
-func runnerPod(name string) *st.PodWrapper {
-	return st.MakePod().Namespace("arc").Name(name).UID(name).SchedulerName("test").Label("actions-ephemeral-runner", "True")
-}
-
-func workflowPod(runner string) *st.PodWrapper {
-	name := runner + "-workflow"
-	return st.MakePod().Namespace("arc").Name(name).UID(name).Label("runner-pod", runner)
-}
-
 func drainEvents(h *fakeHandle) []string {
 	var out []string
 	for {
@@ -208,12 +180,6 @@ func drainEvents(h *fakeHandle) []string {
 			return out
 		}
 	}
-}
-
-// recordedFor is a recorded reservation of cpu=1 on n1 taken for the pod
-// with the given UID.
-func recordedFor(uid string) string {
-	return `{"node":"n1","requests":{"cpu":"1","pods":"1"},"source":"annotation","runnerUID":"` + uid + `"}`
 }
 
 // useListerOf gives the plugin a pod lister holding pods, for tests that
@@ -245,16 +211,6 @@ func klogger(t *testing.T) klog.Logger {
 
 // The states a test starts a reservation in, reached through the store's
 // own verbs in a store of their own (copies that a test then puts).
-
-// claimedBy returns r claimed by the workflow pod pod, as its scheduling
-// cycle's Reserve leaves it (the claim not seen on a bound pod yet).
-func claimedBy(r *reservations.Reservation, pod types.UID) *reservations.Reservation {
-	s := reservations.NewStore()
-	s.Take(r)
-	s.Claim(r.Runner, r.RunnerUID, pod, r.Node)
-	c, _ := s.Get(r.Runner)
-	return &c
-}
 
 // usedUpBy returns r claimed by pod and used up: the pod is gone.
 func usedUpBy(r *reservations.Reservation, pod types.UID) *reservations.Reservation {
@@ -304,3 +260,16 @@ func boundWithRecord(t *testing.T, pl *WorkflowReservation, pod *v1.Pod, node st
 	bound.Annotations[contract.ReservationAnnotation] = value
 	return bound
 }
+
+// The fixtures the controllers' tests share (pkg/internal/tandemtest).
+var (
+	runnerPod          = tandemtest.RunnerPod
+	workflowPod        = tandemtest.WorkflowPod
+	units              = tandemtest.Units
+	recordedFor        = tandemtest.RecordedFor
+	claimedBy          = tandemtest.ClaimedBy
+	defaultArgs        = tandemtest.DefaultArgs
+	key                = tandemtest.Key
+	oneUnitReservation = tandemtest.OneUnit
+	eventually         = tandemtest.Eventually
+)

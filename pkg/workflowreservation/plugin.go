@@ -130,11 +130,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *control
 	for _, w := range validation.WarningsForWorkflowReservationArgs(args) {
 		klog.FromContext(ctx).Info("Warning: WorkflowReservation args", "profile", fwk.ProfileName(h), "warning", w)
 	}
-	selector, err := metav1.LabelSelectorAsSelector(args.RunnerSelector)
-	if err != nil {
-		return nil, fmt.Errorf("runnerSelector: %w", err)
-	}
-	sz, err := sizing.NewSizer(args)
+	profile, err := controllers.NewProfile(fwk.ProfileName(h), args, h.EventRecorder())
 	if err != nil {
 		return nil, err
 	}
@@ -147,18 +143,8 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *control
 		pairPods: args.PairPods,
 		lifetime: ctx,
 	}
-	pl.profile = &controllers.Profile{
-		Name:              fwk.ProfileName(h),
-		Runners:           selector,
-		Namespaces:        sets.New(args.RunnerNamespaces...),
-		RunnerPodLabel:    args.RunnerPodLabel,
-		Sizer:             sz,
-		Recorder:          h.EventRecorder(),
-		ReservationEvents: args.ReservationEvents,
-		ReservationMode:   args.ReservationMode,
-		PlaceholderImage:  args.PlaceholderImage,
-		Handover:          pl.handover,
-	}
+	pl.profile = profile
+	pl.profile.Handover = pl.handover
 	if pl.fit, err = newFit(ctx, h); err != nil {
 		return nil, err
 	}
@@ -168,10 +154,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *control
 	if informers := h.SharedInformerFactory(); informers != nil {
 		pl.jobs = informers.Batch().V1().Jobs().Lister()
 	}
-	if err := f.Join(ctx, h, pl.profile, args.HookTemplateNamespaces, controllers.Config{
-		ReconcileInterval:  args.ReconcileInterval.Duration,
-		NoWorkflowPodGrace: args.NoWorkflowPodGrace.Duration,
-	}); err != nil {
+	if err := f.Join(ctx, h, pl.profile, args.HookTemplateNamespaces, controllers.ConfigOf(args)); err != nil {
 		return nil, err
 	}
 	return pl, nil

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -22,12 +21,6 @@ import (
 )
 
 var threeUnits = st.MakeNode().Name("n1").Capacity(units("3")).Obj()
-
-func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "arc", Name: name} }
-
-func oneUnitReservation(runner string) *reservations.Reservation {
-	return &reservations.Reservation{Runner: key(runner), RunnerUID: types.UID(runner), Node: "n1", Size: contract.Amount{MilliCPU: 1000, Pods: 1}, Source: contract.SourceAnnotation}
-}
 
 func TestPreFilter(t *testing.T) {
 	tests := map[string]struct {
