@@ -41,8 +41,8 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
-			f := newTestFeeder(t, withGrace(10*time.Millisecond))
-			r := oneUnit("r1")
+			f, _ := newTestFeeder(t, withGrace(10*time.Millisecond))
+			r := oneUnitReservation("r1")
 			r.StaleJob = tc.staleJob
 			f.store.Take(r)
 			if tc.claimed {
@@ -75,9 +75,9 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 // back the workflow room and keeps the step headroom.
 func TestGraceKeepsStepHeadroom(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
-	f := newTestFeeder(t)
+	f, _ := newTestFeeder(t)
 	f.UsePods(corelisters.NewPodLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})))
-	r := oneUnit("r1")
+	r := oneUnitReservation("r1")
 	r.Size, r.Step = contract.Amount{MilliCPU: 3000, Pods: 2}, contract.Amount{MilliCPU: 1000, Pods: 1}
 	f.store.Take(r)
 	f.ReleaseWithoutWorkflowPod(logger, key("r1"), "r1")
@@ -91,7 +91,7 @@ func TestGraceKeepsStepHeadroom(t *testing.T) {
 // recorded, so that a standby or a new leader does not take it for this
 // runner's job and release its room.
 func TestStaleJobRecorded(t *testing.T) {
-	r := oneUnit("r1")
+	r := oneUnitReservation("r1")
 	r.StaleJob = "j0"
 	value, err := reservations.Encode(r)
 	if err != nil {
@@ -102,7 +102,7 @@ func TestStaleJobRecorded(t *testing.T) {
 		t.Fatalf("rebuilt %+v, %v; want staleJob j0", back, err)
 	}
 	logger, _ := ktesting.NewTestContext(t)
-	f := newTestFeeder(t)
+	f, _ := newTestFeeder(t)
 	f.store.Rebuild(back)
 	f.OnEphemeralRunner(logger, &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"namespace": "arc", "name": "r1"}, "status": map[string]any{"jobId": "j0"},

@@ -2,8 +2,6 @@ package workflowreservation
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
+	"github.com/tandem-scheduler/tandem/pkg/internal/tandemtest"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
 )
@@ -53,21 +52,8 @@ func schedule(ctx context.Context, pl *WorkflowReservation, pod *v1.Pod, nodes .
 	return fwk.NewStatus(status.Code(), append(reasons, status.Reasons()...)...)
 }
 
-func heldReservations(pl *WorkflowReservation) []string {
-	var out []string
-	for _, r := range pl.store.List() {
-		state := "held"
-		if r.ClaimedBy() != "" {
-			state = "claimed"
-		}
-		if r.UsedUp() {
-			state = "done"
-		}
-		out = append(out, fmt.Sprintf("%s@%s:%s", r.Runner.Name, r.Node, state))
-	}
-	sort.Strings(out)
-	return out
-}
+// heldReservations lists the reservations held as runner@node:state.
+func heldReservations(pl *WorkflowReservation) []string { return tandemtest.Held(pl.store) }
 
 // Bad input never crashes the plugin, never loses or leaks a reservation,
 // and always says what is wrong: a PodScheduled message or a Warning event

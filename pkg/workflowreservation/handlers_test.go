@@ -17,141 +17,12 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/tandem-scheduler/tandem/contract"
-	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
-	"github.com/tandem-scheduler/tandem/pkg/leadership"
-	"github.com/tandem-scheduler/tandem/pkg/metrics"
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
 )
-
-func TestRebuildFromRunnerPods(t *testing.T) {
-	bound := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	garbage := runnerPod("r2").Node("n1").Annotation(contract.ReservationAnnotation, "{").Obj()
-	pending := runnerPod("r3").Annotation(contract.ReservationAnnotation, recordedFor("r3")).Obj()
-	pl, h := newTestPlugin(t, defaultArgs(), true, bound, garbage, pending)
-
-	if !pl.feeder.Synced() {
-		t.Fatal("handlers not synced after the informers synced")
-	}
-	got := pl.store.List()
-	if len(got) != 1 || got[0].Runner != key("r1") || got[0].Node != "n1" || got[0].Size.MilliCPU != 1000 {
-		t.Fatalf("rebuilt reservations = %+v, want only r1's cpu=1 on n1", got)
-	}
-	var warned bool
-	for _, e := range drainEvents(h) {
-		warned = warned || (strings.Contains(e, contract.ReasonInvalidReservation) && strings.Contains(e, "Warning"))
-	}
-	if !warned {
-		t.Error("no Warning event for the unreadable reservation of r2")
-	}
-}
-
-func TestRebuildSeesWorkflowPodFirst(t *testing.T) {
-	// The informer may deliver the workflow pod before its runner; the
-	// rebuilt reservation must still be claimed.
-	wf := workflowPod("r1").Node("n1").Obj()
-	runner := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	for name, objs := range map[string][]runtime.Object{"workflow first": {wf, runner}, "runner first": {runner, wf}} {
-		t.Run(name, func(t *testing.T) {
-			pl, _ := newTestPlugin(t, defaultArgs(), true, objs...)
-			eventually(t, "the rebuilt reservation is claimed", func() bool {
-				r, ok := pl.store.Get(key("r1"))
-				return ok && r.ClaimedBy() == wf.UID
-			})
-		})
-	}
-}
-
-func TestReleaseAndClaim(t *testing.T) {
-	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	node := st.MakeNode().Name("n1").Obj()
-	pl, h := newTestPlugin(t, defaultArgs(), true, runner, node)
-	pods := h.client.CoreV1().Pods("arc")
-
-	// A workflow pod pinned with nodeName claims the reservation.
-	wf := workflowPod("r1").Node("n1").Obj()
-	if _, err := pods.Create(ctx, wf, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the workflow pod claims the reservation", func() bool {
-		r, _ := pl.store.Get(key("r1"))
-		return r.ClaimedBy() == wf.UID
-	})
-	// It finishes: the reservation holds nothing any more.
-	wf.Status.Phase = v1.PodSucceeded
-	if _, err := pods.UpdateStatus(ctx, wf, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the reservation is used up", func() bool {
-		r, _ := pl.store.Get(key("r1"))
-		return r.UsedUp()
-	})
-	if got := pl.store.SumOn("n1", func(*reservations.Reservation) bool { return true }); !got.IsZero() {
-		t.Errorf("a used-up reservation still holds %s", got)
-	}
-	// The runner goes: the reservation is released.
-	if err := pods.Delete(ctx, "r1", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the runner's reservation is released", func() bool { return pl.store.Empty() })
-}
-
-// The informer's claim and the release of an unclaimed reservation are
-// routine: events only with reservationEvents, the shipped default off.
-func TestRoutineHandlerEvents(t *testing.T) {
-	for _, on := range []bool{false, true} {
-		t.Run(fmt.Sprintf("reservationEvents=%v", on), func(t *testing.T) {
-			ctx := context.Background()
-			r1 := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-			r2 := runnerPod("r2").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r2")).Obj()
-			args := defaultArgs()
-			args.ReservationEvents = on
-			pl, h := newTestPlugin(t, args, true, r1, r2)
-			pods := h.client.CoreV1().Pods("arc")
-			wf := workflowPod("r1").Node("n1").Obj()
-			if _, err := pods.Create(ctx, wf, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := pods.Delete(ctx, "r2", metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, "r1 claimed, r2 released", func() bool {
-				r, _ := pl.store.Get(key("r1"))
-				_, held := pl.store.Get(key("r2"))
-				return r.ClaimedBy() == wf.UID && !held
-			})
-			// The handlers run in order: once r3 is seen, the claim's and
-			// the release's handlers have returned, events sent.
-			r3 := runnerPod("r3").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r3")).Obj()
-			if _, err := pods.Create(ctx, r3, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, "r3's reservation rebuilt", func() bool {
-				_, ok := pl.store.Get(key("r3"))
-				return ok
-			})
-			var reasons []string
-			for _, e := range drainEvents(h) {
-				reasons = append(reasons, strings.Fields(e)[1])
-			}
-			slices.Sort(reasons)
-			var want []string
-			if on {
-				want = []string{contract.ReasonReleased, contract.ReasonClaimed}
-				slices.Sort(want)
-			}
-			if !slices.Equal(reasons, want) {
-				t.Errorf("event reasons %q, want %q", reasons, want)
-			}
-		})
-	}
-}
 
 func TestReleaseUnclaimedOnRunnerEndAndNodeDelete(t *testing.T) {
 	ctx := context.Background()
@@ -311,30 +182,6 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 	}
 }
 
-// A pod whose put-off activation a later release made itself is no longer
-// due: the timer would activate it a second time.
-func TestReleaseAfterBackoffClearsDue(t *testing.T) {
-	fake := clocktesting.NewFakeClock(time.Now())
-	w := &controllers.WaitingPods{Clock: fake}
-	w.SetBackoff(1, 10) // the scheduler's default
-	p := st.MakePod().Namespace("arc").Name("p").UID("p").Obj()
-	for range 3 {
-		w.Add(p) // 4 s
-	}
-	all := func(*v1.Pod, time.Time) bool { return true }
-	fake.Step(time.Second)
-	if pods, wait := w.FreedRoom(all); len(pods) != 0 || wait != 3*time.Second {
-		t.Fatalf("freedRoom 1 s after = %v, %v; want none now, due in 3s", pods, wait)
-	}
-	fake.Step(3 * time.Second) // the timer is late
-	if pods, _ := w.FreedRoom(all); len(pods) != 1 {
-		t.Fatalf("freedRoom once the backoff ended = %v, want the pod", pods)
-	}
-	if pods, wait := w.Due(); len(pods) != 0 || wait != 0 {
-		t.Errorf("due after the release activated the pod = %v, %v; want nothing", pods, wait)
-	}
-}
-
 // The backoff is the scheduler's as the args give it.
 func TestActivationBackoffFromArgs(t *testing.T) {
 	ctx := context.Background()
@@ -358,40 +205,6 @@ func TestActivationBackoffFromArgs(t *testing.T) {
 		}
 		fake.Step(time.Millisecond)
 		eventually(t, "the pod is activated after at most 1 s", func() bool { return len(h.activatedPods()) == i+1 })
-	}
-}
-
-// orderedPods lists pods in the order given, as an informer's cache may.
-type orderedPods []*v1.Pod
-
-func (o orderedPods) List(labels.Selector) ([]*v1.Pod, error)    { return o, nil }
-func (o orderedPods) Pods(string) corelisters.PodNamespaceLister { return o }
-func (o orderedPods) Get(name string) (*v1.Pod, error)           { return nil, fmt.Errorf("not found: %s", name) }
-
-// Found by the shared hold-rule table: rebuilding a runner's reservation
-// (a restart, a failover) claimed it for whichever of the runner's labelled
-// pods the cache listed first. Hooks v0.8 label container-step pods with
-// the runner too, so a step pod could claim, and the workflow pod was
-// counted as a step pod: the step headroom it leaves was no longer held.
-// The oldest labelled pod is the workflow pod, as the invariant checker
-// and kubectl-tandem read it.
-func TestRebuildClaimsForTheOldestWorkflowPod(t *testing.T) {
-	logger := klogger(t)
-	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	created := func(sec int64) metav1.Time { return metav1.Unix(sec, 0) }
-	runner := runnerPod("r1").Node("n1").CreationTimestamp(created(10)).Annotation(contract.ReservationAnnotation,
-		`{"node":"n1","requests":{"cpu":"2","pods":"2"},"stepRequests":{"cpu":"500m","pods":"1"},"source":"annotation","runnerUID":"r1"}`).Obj()
-	wf := workflowPod("r1").Node("n1").CreationTimestamp(created(20)).Req(units("1500m")).Obj()
-	step := st.MakePod().Namespace("arc").Name("r1-step-0a1b").UID("r1-step-0a1b").Label("runner-pod", "r1").
-		Node("n1").CreationTimestamp(created(30)).Req(units("300m")).Obj()
-	pl.feeder.UsePods(orderedPods{step, wf, runner})
-	pl.feeder.OnPod(logger, runner)
-	if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != wf.UID {
-		t.Fatalf("claimed by %q, want the workflow pod %q", r.ClaimedBy(), wf.UID)
-	}
-	held := pl.reservedOn(&cycleState{kind: kindOther}, nodeInfo(st.MakeNode().Name("n1").Capacity(units("8")).Obj(), runner, wf, step))
-	if held.Amount.MilliCPU != 200 {
-		t.Errorf("holds cpu=%dm, want 200m: the headroom of 500m less the step pod's 300m", held.Amount.MilliCPU)
 	}
 }
 
@@ -433,21 +246,6 @@ func TestStaleWorkflowPodOfEarlierIncarnation(t *testing.T) {
 		if s, _ := getCycleState(wcs); s != nil && s.kind == kindWorkflow {
 			t.Error("a workflow pod created before the runner pod was given the runner's reservation")
 		}
-	}
-}
-
-// Defect 1, after a restart: the rebuilt reservation of the new runner is
-// not claimed by the failed incarnation's workflow pod either.
-func TestRebuildIgnoresStaleWorkflowPod(t *testing.T) {
-	runner := runnerPod("r1").UID("r1-new").CreationTimestamp(later).Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1-new")).Obj()
-	stale := workflowPod("r1").UID("stale").CreationTimestamp(earlier).Node("n1").Obj()
-	pl, _ := newTestPlugin(t, defaultArgs(), true, runner, stale)
-	r, ok := pl.store.Get(key("r1"))
-	if !ok {
-		t.Fatal("reservation not rebuilt")
-	}
-	if r.ClaimedBy() != "" {
-		t.Errorf("the rebuilt reservation is claimed by the stale workflow pod %q", r.ClaimedBy())
 	}
 }
 
@@ -512,146 +310,6 @@ func TestRunnerOutsideRunnerNamespacesIsOrdinary(t *testing.T) {
 	}
 }
 
-// Defect 6: a hand-written reservation on a pod that no tandem profile
-// scheduled, or one recorded for another pod, holds nothing.
-func TestUntrustedRecordsAreIgnored(t *testing.T) {
-	tests := map[string]*v1.Pod{
-		"another scheduler's pod":  runnerPod("r1").SchedulerName("default-scheduler").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj(),
-		"not a runner":             st.MakePod().Namespace("arc").Name("r1").UID("r1").SchedulerName("test").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj(),
-		"recorded for another pod": runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("someone-else")).Obj(),
-	}
-	for name, pod := range tests {
-		t.Run(name, func(t *testing.T) {
-			pl, _ := newTestPlugin(t, defaultArgs(), true, pod)
-			if got := pl.store.List(); len(got) != 0 {
-				t.Errorf("reservations = %+v, want none", got)
-			}
-		})
-	}
-}
-
-// Defect 7: the scheduler's pod informer drops terminal pods, so a runner
-// that finished reaches the handler as a delete: the release must still
-// say it finished.
-func TestTerminalRunnerDeliveredAsDelete(t *testing.T) {
-	logger, _ := ktesting.NewTestContext(t)
-	runner := runnerPod("r9").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r9")).Obj()
-	args := defaultArgs()
-	args.ReservationEvents = true // the release event says why
-	pl, h := newTestPlugin(t, args, true, runner)
-	finished := runner.DeepCopy()
-	finished.Status.Phase = v1.PodSucceeded
-	counter := metrics.Releases.WithLabelValues("test", metrics.ReleaseRunnerFinished, "false")
-	before, _ := testutil.GetCounterMetricValue(counter)
-	pl.feeder.OnPodDelete(logger, finished)
-	after, _ := testutil.GetCounterMetricValue(counter)
-	if after-before != 1 {
-		t.Errorf("releases_total{reason=runner_finished} grew by %v, want 1", after-before)
-	}
-	if got := strings.Join(drainEvents(h), "\n"); !strings.Contains(got, "finished") {
-		t.Errorf("release event %q does not say the runner finished", got)
-	}
-}
-
-// Defect 7: a reservation released because its node was deleted must not
-// come back with the next update of the runner still bound to that node.
-func TestNodeDeletionReleaseSticks(t *testing.T) {
-	ctx := context.Background()
-	logger, _ := ktesting.NewTestContext(t)
-	runner := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	node := st.MakeNode().Name("n1").Obj()
-	pl, h := newTestPlugin(t, defaultArgs(), true, runner, node)
-	if err := h.client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the deleted node's reservation is released", func() bool { return pl.store.Empty() })
-	updated := runner.DeepCopy()
-	updated.Labels["touched"] = "yes"
-	pl.feeder.OnPod(logger, updated)
-	if !pl.store.Empty() {
-		t.Errorf("reservation back after the runner's update: %+v", pl.store.List())
-	}
-}
-
-// Defect 7: informers deliver existing pods in any order; with the workflow
-// pod first, the rebuilt reservation is still claimed.
-func TestRebuildWorkflowPodFirst(t *testing.T) {
-	logger, _ := ktesting.NewTestContext(t)
-	wf := workflowPod("r1").Node("n1").Obj()
-	runner := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	useListerOf(t, pl, wf, runner)
-	pl.feeder.OnPod(logger, wf)
-	pl.feeder.OnPod(logger, runner)
-	if r, ok := pl.store.Get(key("r1")); !ok || r.ClaimedBy() != wf.UID {
-		t.Errorf("reservation %+v (found %v), want it claimed by %s", r, ok, wf.UID)
-	}
-}
-
-// Defect 5: a standby replica runs the informer handlers too. It keeps its
-// store warm but emits no event and exports no reservation gauge until it
-// leads; then it exports the reservations it already holds.
-func TestStandbySaysNothing(t *testing.T) {
-	ctx := context.Background()
-	leader := leadership.New()
-	// Metrics are process-wide: a profile of its own for each run.
-	profile := fmt.Sprintf("standby-%d", time.Now().UnixNano())
-	runner := runnerPod("r1").SchedulerName(profile).Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	args := defaultArgs()
-	args.ReservationEvents = true // the routine claim event is the one a standby must not send
-	pl, h := newTestReplica(t, args, leader, profile, true, runner)
-	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, workflowPod("r1").Node("n1").Obj(), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the standby's store sees the claim", func() bool {
-		r, _ := pl.store.Get(key("r1"))
-		return r.ClaimedBy() != ""
-	})
-	if got := drainEvents(h); len(got) != 0 {
-		t.Errorf("the standby emitted events: %q", got)
-	}
-	gauge := metrics.Reservations.WithLabelValues(profile, reservations.PhaseClaimed)
-	if v, _ := testutil.GetGaugeMetricValue(gauge); v != 0 {
-		t.Errorf("the standby exported %v claimed reservations", v)
-	}
-	leader.Lead()
-	eventually(t, "the new leader exports the reservation it holds", func() bool {
-		v, _ := testutil.GetGaugeMetricValue(gauge)
-		return v == 1
-	})
-}
-
-// A record (or a runner's own sizing) that could never fit on its node,
-// even empty, holds nothing: a forged record would otherwise hold any
-// amount, past Filter.
-func TestRecordBeyondNodeIsIgnored(t *testing.T) {
-	forged := runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation,
-		`{"node":"n1","requests":{"cpu":"1000","pods":"1"},"source":"annotation","runnerUID":"r1"}`).Obj()
-	oversized := runnerPod("r2").Node("n1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1000").Obj()
-	pl, _ := newTestPlugin(t, defaultArgs(), true, threeUnits, forged, oversized)
-	if got := pl.store.List(); len(got) != 0 {
-		t.Errorf("reservations %+v, want none beyond a 3-cpu node", got)
-	}
-}
-
-// Status updates of a counted workflow pod change nothing: they neither
-// take the store's write lock nor invalidate the node's cached held room.
-func TestNoOpUpdatesKeepNodeVersion(t *testing.T) {
-	logger := klogger(t)
-	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	useListerOf(t, pl)
-	pl.store.Take(oneUnitReservation("r1"))
-	wf := workflowPod("r1").Node("n1").Obj()
-	pl.feeder.OnPod(logger, wf)
-	v := pl.store.NodeVersion("n1")
-	for range 5 {
-		pl.feeder.OnPod(logger, wf)
-	}
-	if got := pl.store.NodeVersion("n1"); got != v {
-		t.Errorf("5 no-op updates moved the node's version from %d to %d", v, got)
-	}
-}
-
 // Issue 37: the pods recorded as an earlier runner's grew with every pod
 // anyone labelled with the runner's name before it was bound, and the
 // record must fit the Binding. Only pods not created before the runner are
@@ -678,3 +336,37 @@ func TestStaleListIsBounded(t *testing.T) {
 		t.Errorf("events %q, want a %s Warning on the runner", events, contract.ReasonTooManyWorkflowPods)
 	}
 }
+
+// Found by the shared hold-rule table: rebuilding a runner's reservation
+// (a restart, a failover) claimed it for whichever of the runner's labelled
+// pods the cache listed first. Hooks v0.8 label container-step pods with
+// the runner too, so a step pod could claim, and the workflow pod was
+// counted as a step pod: the step headroom it leaves was no longer held.
+// The oldest labelled pod is the workflow pod, as the invariant checker
+// and kubectl-tandem read it.
+func TestRebuildClaimsForTheOldestWorkflowPod(t *testing.T) {
+	logger := klogger(t)
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	created := func(sec int64) metav1.Time { return metav1.Unix(sec, 0) }
+	runner := runnerPod("r1").Node("n1").CreationTimestamp(created(10)).Annotation(contract.ReservationAnnotation,
+		`{"node":"n1","requests":{"cpu":"2","pods":"2"},"stepRequests":{"cpu":"500m","pods":"1"},"source":"annotation","runnerUID":"r1"}`).Obj()
+	wf := workflowPod("r1").Node("n1").CreationTimestamp(created(20)).Req(units("1500m")).Obj()
+	step := st.MakePod().Namespace("arc").Name("r1-step-0a1b").UID("r1-step-0a1b").Label("runner-pod", "r1").
+		Node("n1").CreationTimestamp(created(30)).Req(units("300m")).Obj()
+	pl.feeder.UsePods(orderedPods{step, wf, runner})
+	pl.feeder.OnPod(logger, runner)
+	if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != wf.UID {
+		t.Fatalf("claimed by %q, want the workflow pod %q", r.ClaimedBy(), wf.UID)
+	}
+	held := pl.reservedOn(&cycleState{kind: kindOther}, nodeInfo(st.MakeNode().Name("n1").Capacity(units("8")).Obj(), runner, wf, step))
+	if held.Amount.MilliCPU != 200 {
+		t.Errorf("holds cpu=%dm, want 200m: the headroom of 500m less the step pod's 300m", held.Amount.MilliCPU)
+	}
+}
+
+// orderedPods lists pods in the order given, as an informer's cache may.
+type orderedPods []*v1.Pod
+
+func (o orderedPods) List(labels.Selector) ([]*v1.Pod, error)    { return o, nil }
+func (o orderedPods) Pods(string) corelisters.PodNamespaceLister { return o }
+func (o orderedPods) Get(name string) (*v1.Pod, error)           { return nil, fmt.Errorf("not found: %s", name) }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -20,8 +19,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
-
-	"time"
 
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
@@ -221,11 +218,6 @@ func usedUpBy(r *reservations.Reservation, pod types.UID) *reservations.Reservat
 	return &c
 }
 
-var (
-	earlier = metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	later   = metav1.NewTime(time.Now().Truncate(time.Second))
-)
-
 // reserveRunner runs a runner through PreFilter and Reserve on node.
 func reserveRunner(t *testing.T, pl *WorkflowReservation, pod *v1.Pod, node string) *framework.CycleState {
 	t.Helper()
@@ -272,4 +264,8 @@ var (
 	key                = tandemtest.Key
 	oneUnitReservation = tandemtest.OneUnit
 	eventually         = tandemtest.Eventually
+	earlier            = tandemtest.Earlier
+	later              = tandemtest.Later
+	pairArgs           = tandemtest.PairPodArgs
+	podsModeArgs       = tandemtest.PodsModeArgs
 )

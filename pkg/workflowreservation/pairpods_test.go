@@ -7,7 +7,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -15,41 +14,16 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/contract"
-	"github.com/tandem-scheduler/tandem/pkg/apis/config"
-	configv1 "github.com/tandem-scheduler/tandem/pkg/apis/config/v1"
-	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
-	"github.com/tandem-scheduler/tandem/pkg/reservations"
+	"github.com/tandem-scheduler/tandem/pkg/internal/tandemtest"
 )
 
 // pairArgs turns pair pods on, and their PairPodCreated events.
-func pairArgs() *config.WorkflowReservationArgs {
-	a := defaultArgs()
-	a.PairPods, a.ReservationEvents = true, true
-	return a
-}
-
 // waitForPod polls the fake clientset until cond holds for the named pod
 // (nil: the pod does not exist).
 func waitForPod(t *testing.T, h *fakeHandle, name string, cond func(*v1.Pod) bool) *v1.Pod {
 	t.Helper()
-	var got *v1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := h.client.CoreV1().Pods("arc").Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			got = nil
-			return cond(nil), nil
-		}
-		if err != nil {
-			return false, err
-		}
-		got = p
-		return cond(p), nil
-	})
-	if err != nil {
-		t.Fatalf("pod %s: condition not met: %v (last seen: %+v)", name, err, got)
-	}
-	return got
+	return tandemtest.WaitForPod(t, h.client, name, cond)
 }
 
 // A runner that a node would take alone but not with its workflow pod gets a
@@ -135,17 +109,6 @@ func TestNoPairPodWhenRunnerAloneDoesNotFit(t *testing.T) {
 	}
 }
 
-// Pair pods whose runner went while no replica led (or whose delete was
-// lost) are swept by the reconciler.
-func TestReconcilerSweepsLeakedPairPods(t *testing.T) {
-	ctx := context.Background()
-	gone := runnerPod("gone").Obj()
-	leaked := controllers.PairPodFor(gone, reservations.PodAmount(gone), contract.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}), nil, configv1.DefaultPlaceholderImage)
-	pl, h := newTestPlugin(t, pairArgs(), true, leaked)
-	pl.feeder.Reconcile(ctx)
-	waitForPod(t, h, leaked.Name, func(p *v1.Pod) bool { return p == nil })
-}
-
 // With pairPods off nothing is created.
 func TestPairPodsOff(t *testing.T) {
 	ctx := context.Background()
@@ -167,19 +130,6 @@ func containsReason(events []string, reason string) bool {
 		}
 	}
 	return false
-}
-
-// A pair pod that shows up after its runner was bound (its Create raced
-// with the bind) goes at once, not at the next sweep.
-func TestPairPodCreatedAfterBindIsDeleted(t *testing.T) {
-	ctx := context.Background()
-	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Req(units("1")).Node("n1").Obj()
-	_, h := newTestPlugin(t, pairArgs(), true, runner)
-	late := controllers.PairPodFor(runner, reservations.PodAmount(runner), contract.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}), nil, configv1.DefaultPlaceholderImage)
-	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, late, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitForPod(t, h, late.Name, func(p *v1.Pod) bool { return p == nil })
 }
 
 // Only a labelled pod controlled by the runner it names is a pair pod: a

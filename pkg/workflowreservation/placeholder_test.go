@@ -24,17 +24,10 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/contract"
-	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	configv1 "github.com/tandem-scheduler/tandem/pkg/apis/config/v1"
 	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 )
-
-func podsModeArgs() *config.WorkflowReservationArgs {
-	a := defaultArgs()
-	a.ReservationMode = config.ReservationModePods
-	return a
-}
 
 // placeholderOf builds runner's placeholder holding cpu on n1, as the worker
 // would.
@@ -89,99 +82,6 @@ func TestPlaceholderCountsOnce(t *testing.T) {
 				t.Errorf("Filter = %v, want fit %v", status, tc.wantFit)
 			}
 		})
-	}
-}
-
-// In reservationMode Pods a bound runner's reservation gets a placeholder on
-// its node, of the reservation's size, with the runner's priority and
-// tolerations, owned by it and kept from autoscalers' disruption; the
-// placeholder goes the moment the runner's workflow pod is created.
-func TestPlaceholderLifecycle(t *testing.T) {
-	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Toleration("ci").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	runner.Spec.PriorityClassName = "ci-high"
-	_, h := newTestPlugin(t, podsModeArgs(), true, runner)
-
-	hold := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
-	if !contract.IsPlaceholderOf(hold, runner) {
-		t.Fatalf("r1-hold is not r1's placeholder: %+v", hold.ObjectMeta)
-	}
-	if got, want := hold.Spec.Containers[0].Resources.Requests[v1.ResourceCPU], resource.MustParse("1"); got.Cmp(want) != 0 {
-		t.Errorf("placeholder requests cpu %s, want the reservation's %s", got.String(), want.String())
-	}
-	if _, ok := hold.Spec.Containers[0].Resources.Requests[v1.ResourcePods]; ok {
-		t.Errorf("placeholder requests %q: not a container resource", v1.ResourcePods)
-	}
-	if hold.Spec.NodeName != "n1" || hold.Spec.PriorityClassName != "ci-high" || len(hold.Spec.Tolerations) != 1 {
-		t.Errorf("placeholder not on the runner's node with its priority and tolerations: %+v", hold.Spec)
-	}
-	if hold.Annotations[controllers.SafeToEvictAnnotation] != "false" || hold.Annotations[controllers.DoNotDisruptAnnotation] != "true" {
-		t.Errorf("placeholder annotations %v: autoscalers may remove its node", hold.Annotations)
-	}
-	if sc := hold.Spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
-		hold.Spec.AutomountServiceAccountToken == nil || *hold.Spec.AutomountServiceAccountToken {
-		t.Errorf("placeholder runs as root or with a service account token: %+v", hold.Spec)
-	}
-
-	wf := workflowPod("r1").Node("n1").Obj()
-	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, wf, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p == nil })
-}
-
-// The current mode keeps reservations in memory: no placeholder is wanted.
-func TestNoPlaceholderInMemoryMode(t *testing.T) {
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	for mode, want := range map[string]bool{config.ReservationModeMemory: false, config.ReservationModePods: true} {
-		t.Run(mode, func(t *testing.T) {
-			args := defaultArgs()
-			args.ReservationMode = mode
-			pl, _ := newTestPlugin(t, args, true, runner)
-			_, hold := pl.feeder.WantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID})
-			if (hold != nil) != want {
-				t.Errorf("placeholder wanted = %v, want %v", hold != nil, want)
-			}
-		})
-	}
-}
-
-// A placeholder removed by someone else (evicted, preempted, rejected by
-// the kubelet) while its reservation still waits is recreated, and the
-// runner is told once.
-func TestLostPlaceholderIsRecreated(t *testing.T) {
-	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
-	pl.feeder.Placeholders().Recheck = 10 * time.Millisecond
-
-	first := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
-	// The fake clientset sets no UIDs or resource versions: count the
-	// creates (failed ones included, as the fake records every action).
-	creates := func() int {
-		n := 0
-		for _, a := range h.client.Actions() {
-			if c, ok := a.(clienttesting.CreateAction); ok && a.GetResource().Resource == "pods" {
-				if p, ok := c.GetObject().(*v1.Pod); ok && p.Name == "r1-hold" {
-					n++
-				}
-			}
-		}
-		return n
-	}
-	before := creates()
-	if err := h.client.CoreV1().Pods("arc").Delete(ctx, first.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil && creates() > before })
-	var lost int
-	for _, e := range drainEvents(h) {
-		if strings.Contains(e, contract.ReasonPlaceholderLost) {
-			lost++
-		}
-	}
-	if lost != 1 {
-		t.Errorf("%d %s events, want 1", lost, contract.ReasonPlaceholderLost)
 	}
 }
 
@@ -287,62 +187,6 @@ func TestPermitHandOverEndsWithTheScheduler(t *testing.T) {
 	}
 }
 
-// Found in review (issue 20): in a Pods profile that does not hand
-// placeholders over at Permit (the stock Fit left enabled, logged), any
-// pending pod labelled runner-pod=<B> made B's placeholder yield, also one
-// that could never be scheduled to B's node, so anyone who may create pods in
-// B's namespace freed B's room to other schedulers and the kubelet. A
-// pending pod makes it yield only when it is pinned to B's node; an unpinned
-// one takes the room only once it is bound there.
-func TestUnpinnedPendingPodLeavesPlaceholderInPlace(t *testing.T) {
-	ctx := context.Background()
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
-	pl.layoutOnce.Do(func() {}) // a profile that leaves the Fit to the stock one: no hand-over at Permit
-	if pl.handover() {
-		t.Fatal("the profile still hands over at Permit")
-	}
-	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
-	key := controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}
-	nn := types.NamespacedName{Namespace: "arc", Name: "r1"}
-	seen := func(n int) {
-		t.Helper()
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			return len(pl.feeder.WorkflowPods(nn)) == n, nil
-		})
-		if err != nil {
-			t.Fatalf("the feeder does not see %d pods of r1: %v", n, err)
-		}
-	}
-
-	stray := workflowPod("r1").Name("stray").UID("stray").NodeSelector(map[string]string{"no-such": "node"}).Obj()
-	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, stray, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	seen(1)
-	if _, want := pl.feeder.WantPlaceholder(key); want == nil {
-		t.Fatal("a pending pod not pinned to r1's node made r1's placeholder yield")
-	}
-
-	pinned := workflowPod("r1").NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj()
-	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, pinned, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	seen(2)
-	if _, want := pl.feeder.WantPlaceholder(key); want != nil {
-		t.Fatal("r1's placeholder stays while its workflow pod, pinned to its node, is pending")
-	}
-}
-
-// Found in review: a scheduler switched from Pods back to Memory left the
-// placeholders of runners bound before, and workflow pods waited behind
-// them. It deletes those it finds.
-func TestMemoryModeDeletesPlaceholdersItFinds(t *testing.T) {
-	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	_, h := newTestPlugin(t, defaultArgs(), true, runner, placeholderOf(runner, "1"))
-	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p == nil })
-}
-
 // In reservationMode Pods, Bind creates the runner's placeholder before its
 // Binding, through the scheduler's own client: the room is held on the node
 // from the moment the runner is bound (not only after the placeholder
@@ -396,5 +240,52 @@ func TestPlaceholderCreatedBeforeTheBinding(t *testing.T) {
 			pl.Unreserve(ctx, cs, runner, "n1")
 			waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p == nil })
 		})
+	}
+}
+
+// Found in review (issue 20): in a Pods profile that does not hand
+// placeholders over at Permit (the stock Fit left enabled, logged), any
+// pending pod labelled runner-pod=<B> made B's placeholder yield, also one
+// that could never be scheduled to B's node, so anyone who may create pods in
+// B's namespace freed B's room to other schedulers and the kubelet. A
+// pending pod makes it yield only when it is pinned to B's node; an unpinned
+// one takes the room only once it is bound there.
+func TestUnpinnedPendingPodLeavesPlaceholderInPlace(t *testing.T) {
+	ctx := context.Background()
+	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
+	pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
+	pl.layoutOnce.Do(func() {}) // a profile that leaves the Fit to the stock one: no hand-over at Permit
+	if pl.handover() {
+		t.Fatal("the profile still hands over at Permit")
+	}
+	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
+	key := controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}
+	nn := types.NamespacedName{Namespace: "arc", Name: "r1"}
+	seen := func(n int) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return len(pl.feeder.WorkflowPods(nn)) == n, nil
+		})
+		if err != nil {
+			t.Fatalf("the feeder does not see %d pods of r1: %v", n, err)
+		}
+	}
+
+	stray := workflowPod("r1").Name("stray").UID("stray").NodeSelector(map[string]string{"no-such": "node"}).Obj()
+	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, stray, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen(1)
+	if _, want := pl.feeder.WantPlaceholder(key); want == nil {
+		t.Fatal("a pending pod not pinned to r1's node made r1's placeholder yield")
+	}
+
+	pinned := workflowPod("r1").NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj()
+	if _, err := h.client.CoreV1().Pods("arc").Create(ctx, pinned, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen(2)
+	if _, want := pl.feeder.WantPlaceholder(key); want != nil {
+		t.Fatal("r1's placeholder stays while its workflow pod, pinned to its node, is pending")
 	}
 }

@@ -6,12 +6,17 @@ package tandemtest
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clientset "k8s.io/client-go/kubernetes"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/tandem-scheduler/tandem/contract"
@@ -38,6 +43,13 @@ func WorkflowPod(runner string) *st.PodWrapper {
 	name := runner + "-workflow"
 	return st.MakePod().Namespace(Namespace).Name(name).UID(name).Label("runner-pod", runner)
 }
+
+// Earlier and Later are two creation times an hour apart: an earlier
+// runner incarnation's pods, and this one's.
+var (
+	Earlier = metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	Later   = metav1.NewTime(time.Now().Truncate(time.Second))
+)
 
 // Units is cpu as a PodWrapper's requests.
 func Units(cpu string) map[v1.ResourceName]string {
@@ -92,4 +104,59 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 	if err != nil {
 		t.Fatalf("timed out waiting until %s", what)
 	}
+}
+
+// PairPodArgs are DefaultArgs with pair pods and routine events on.
+func PairPodArgs() *config.WorkflowReservationArgs {
+	a := DefaultArgs()
+	a.PairPods, a.ReservationEvents = true, true
+	return a
+}
+
+// PodsModeArgs are DefaultArgs in reservationMode Pods.
+func PodsModeArgs() *config.WorkflowReservationArgs {
+	a := DefaultArgs()
+	a.ReservationMode = config.ReservationModePods
+	return a
+}
+
+// WaitForPod polls client until cond holds for the pod name in Namespace
+// (nil: the pod does not exist), and returns what it saw last.
+func WaitForPod(t testing.TB, client clientset.Interface, name string, cond func(*v1.Pod) bool) *v1.Pod {
+	t.Helper()
+	var got *v1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(Namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			got = nil
+			return cond(nil), nil
+		}
+		if err != nil {
+			return false, err
+		}
+		got = p
+		return cond(p), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s: condition not met: %v (last seen: %+v)", name, err, got)
+	}
+	return got
+}
+
+// Held lists the reservations of s as runner@node:state, state one of
+// held, claimed and done, sorted.
+func Held(s *reservations.Store) []string {
+	var out []string
+	for _, r := range s.List() {
+		state := "held"
+		if r.ClaimedBy() != "" {
+			state = "claimed"
+		}
+		if r.UsedUp() {
+			state = "done"
+		}
+		out = append(out, fmt.Sprintf("%s@%s:%s", r.Runner.Name, r.Node, state))
+	}
+	sort.Strings(out)
+	return out
 }
