@@ -457,6 +457,20 @@ func (f *Feeder) Event(pod *v1.Pod, eventType, reason, action, note string) {
 	}
 }
 
+// Warn sends a Warning event on pod (its note truncated to what an event
+// keeps) if this replica leads.
+func (f *Feeder) Warn(pod *v1.Pod, reason, action, note string) {
+	f.Event(pod, v1.EventTypeWarning, reason, action, Truncate(note))
+}
+
+// WarnOnce is Warn for a Warning that every retry of the pod would repeat:
+// the pod is told once per reason, by the leader.
+func (f *Feeder) WarnOnce(pod *v1.Pod, reason, action, note string) {
+	if f.leader.IsLeader() && f.FirstWarning(pod.UID, reason) {
+		f.Warn(pod, reason, action, note)
+	}
+}
+
 // RoutineEvent sends a Normal event that every job would produce (a
 // reservation taken, claimed, released as planned; a pair pod created for a
 // waiting runner) if the pod's profile (else the first) has

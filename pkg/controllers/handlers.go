@@ -217,7 +217,7 @@ func (f *Feeder) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	}
 	if err != nil {
 		logger.Error(err, "Cannot rebuild the reservation of a runner", "pod", klog.KObj(pod))
-		f.Event(pod, v1.EventTypeWarning, contract.ReasonInvalidReservation, "Rebuild", Truncate(err.Error()))
+		f.Warn(pod, contract.ReasonInvalidReservation, "Rebuild", err.Error())
 		return
 	}
 	f.store.Rebuild(r)
@@ -279,7 +279,7 @@ func (f *Feeder) claimsNothingElsewhere(logger klog.Logger, pod *v1.Pod, runner 
 		return // said once, by the leader
 	}
 	logger.V(2).Info("Pod labelled as a runner's workflow pod runs on another node than the runner's reservation; it claims nothing", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", reserved)
-	f.Event(pod, v1.EventTypeWarning, contract.ReasonNoReservation, "Claim", fmt.Sprintf(
+	f.Warn(pod, contract.ReasonNoReservation, "Claim", fmt.Sprintf(
 		"Runs on node %s, not on node %s where runner %s's room is reserved: it claims nothing, and the room stays held for the runner's workflow pod", pod.Spec.NodeName, reserved, runner.Name))
 }
 

@@ -231,8 +231,8 @@ func (f *Feeder) warnUnrecorded(logger klog.Logger) {
 			continue
 		}
 		logger.Info("Runner is bound without a valid reservation record; it holds no room", "runner", klog.KObj(pod), "node", pod.Spec.NodeName, "why", why)
-		f.Event(pod, v1.EventTypeWarning, contract.ReasonNotRecorded, "Reconcile", Truncate(fmt.Sprintf(
-			"Bound to node %s but %s: tandem did not bind it (pinned with nodeName, bound by another scheduler or bind plugin) or the record was removed, so no room is held for its workflow pod", pod.Spec.NodeName, why)))
+		f.Warn(pod, contract.ReasonNotRecorded, "Reconcile", fmt.Sprintf(
+			"Bound to node %s but %s: tandem did not bind it (pinned with nodeName, bound by another scheduler or bind plugin) or the record was removed, so no room is held for its workflow pod", pod.Spec.NodeName, why))
 	}
 }
 
@@ -242,7 +242,7 @@ func (f *Feeder) repaired(logger klog.Logger, pod *v1.Pod, kind, message string)
 	if f.leader.IsLeader() {
 		metrics.Repairs.WithLabelValues(f.firstProfile().Name, kind).Inc()
 	}
-	f.Event(pod, v1.EventTypeWarning, contract.ReasonRepaired, "Reconcile", Truncate(message))
+	f.Warn(pod, contract.ReasonRepaired, "Reconcile", message)
 }
 
 // stub stands for a runner pod that is gone, as the object of an event.

@@ -281,10 +281,8 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 		}
 	} else if _, annotated := pod.Annotations[contract.WorkflowRequestsAnnotation]; annotated && s.kind == kindOther {
 		klog.FromContext(ctx).V(2).Info("Pod carries the workflow size annotation but is not a runner; ignoring it", "pod", klog.KObj(pod))
-		if pl.feeder.FirstWarning(pod.UID, contract.ReasonIgnoredAnnotation) {
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIgnoredAnnotation, "Scheduling",
-				"Annotation %s ignored: the pod is not a runner of profile %s (it does not match runnerSelector, or its namespace is not one of runnerNamespaces)", contract.WorkflowRequestsAnnotation, pl.profile.Name)
-		}
+		pl.feeder.WarnOnce(pod, contract.ReasonIgnoredAnnotation, "Scheduling",
+			fmt.Sprintf("Annotation %s ignored: the pod is not a runner of profile %s (it does not match runnerSelector, or its namespace is not one of runnerNamespaces)", contract.WorkflowRequestsAnnotation, pl.profile.Name))
 	}
 	if (s.kind == kindOther || s.kind == kindRunner) && pl.store.Empty() && !pl.feeder.AnyNominated() {
 		if s.kind == kindOther && !ownsFit {
@@ -384,10 +382,8 @@ func (pl *WorkflowReservation) claimOf(ctx context.Context, pod *v1.Pod, s *cycl
 	}
 	if why != "" {
 		klog.FromContext(ctx).V(2).Info("Workflow pod claims no reservation; scheduling it as an ordinary pod", "pod", klog.KObj(pod), "reason", why)
-		if pl.feeder.FirstWarning(pod.UID, contract.ReasonNoReservation) {
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoReservation, "Scheduling",
-				"Scheduled as an ordinary pod: %s", why)
-		}
+		pl.feeder.WarnOnce(pod, contract.ReasonNoReservation, "Scheduling",
+			fmt.Sprintf("Scheduled as an ordinary pod: %s", why))
 	}
 	return result
 }
@@ -407,10 +403,8 @@ func (pl *WorkflowReservation) ownedRunner(ctx context.Context, pod *v1.Pod) (bo
 		return true, nil
 	case controllers.OwnershipNone:
 		logger.V(2).Info("Pod matches the runner selector but no EphemeralRunner controls it; scheduling it as an ordinary pod", "pod", klog.KObj(pod))
-		if pl.feeder.FirstWarning(pod.UID, contract.ReasonNotAnEphemeralRunner) {
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNotAnEphemeralRunner, "Scheduling",
-				"Scheduled as an ordinary pod, with no room held for a workflow pod: it matches the runner selector of profile %s, but no EphemeralRunner of ARC controls it", pl.profile.Name)
-		}
+		pl.feeder.WarnOnce(pod, contract.ReasonNotAnEphemeralRunner, "Scheduling",
+			fmt.Sprintf("Scheduled as an ordinary pod, with no room held for a workflow pod: it matches the runner selector of profile %s, but no EphemeralRunner of ARC controls it", pl.profile.Name))
 		return false, nil
 	case controllers.OwnershipUnknown:
 		why = "ARC's EphemeralRunners are not listed yet (tandem needs list and watch on ephemeralrunners.actions.github.com)"
@@ -452,11 +446,11 @@ func (pl *WorkflowReservation) sizeRunner(ctx context.Context, pod *v1.Pod, s *c
 	}
 	for _, p := range sz.Problems {
 		logger.V(2).Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
-		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonInvalidWorkflowSize, "Scheduling", controllers.Truncate(p.Error()))
+		pl.feeder.Warn(pod, contract.ReasonInvalidWorkflowSize, "Scheduling", p.Error())
 	}
 	if sz.Notice != "" {
 		logger.V(2).Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.Notice)
-		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonIncompleteHookTemplate, "Scheduling", controllers.Truncate(sz.Notice))
+		pl.feeder.Warn(pod, contract.ReasonIncompleteHookTemplate, "Scheduling", sz.Notice)
 	}
 	switch {
 	case !sz.Workflow.IsZero():
@@ -469,8 +463,8 @@ func (pl *WorkflowReservation) sizeRunner(ctx context.Context, pod *v1.Pod, s *c
 			"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.Problems))))
 	default:
 		logger.V(2).Info("Runner has no workflow size source; scheduling it without a reservation", "pod", klog.KObj(pod))
-		pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoWorkflowSize, "Scheduling",
-			"No workflow pod size known: set annotation %s, a hook template with resources, or defaultWorkflowRequests; scheduled without a reservation", contract.WorkflowRequestsAnnotation)
+		pl.feeder.Warn(pod, contract.ReasonNoWorkflowSize, "Scheduling",
+			fmt.Sprintf("No workflow pod size known: set annotation %s, a hook template with resources, or defaultWorkflowRequests; scheduled without a reservation", contract.WorkflowRequestsAnnotation))
 	}
 	return nil
 }
@@ -701,10 +695,8 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 		s.claimed, s.wasUsedUp = pl.store.Claim(s.runner, s.own.RunnerUID, pod.UID, nodeName)
 		if !s.claimed && nodeName != s.own.Node {
 			logger.V(2).Info("Workflow pod scheduled to another node than its runner's reservation; it claims nothing", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName, "reservedNode", s.own.Node)
-			if pl.feeder.FirstWarning(pod.UID, contract.ReasonNoReservation) {
-				pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNoReservation, "Scheduling",
-					"Scheduled to node %s, not to node %s where runner %s's room is reserved: it claims nothing, and the room stays held for the runner", nodeName, s.own.Node, s.runner.Name)
-			}
+			pl.feeder.WarnOnce(pod, contract.ReasonNoReservation, "Scheduling",
+				fmt.Sprintf("Scheduled to node %s, not to node %s where runner %s's room is reserved: it claims nothing, and the room stays held for the runner", nodeName, s.own.Node, s.runner.Name))
 			return nil
 		}
 		pl.feeder.RecordMetrics()
@@ -728,11 +720,9 @@ func (pl *WorkflowReservation) staleWorkflowPods(ctx context.Context, runner *v1
 			// as they like with the runner's name, and the record must fit
 			// the Binding: beyond the bound, one of them may claim.
 			klog.FromContext(ctx).Info("More pods labelled as this runner's workflow pods than a record keeps; the others may claim its reservation", "runner", klog.KObj(runner), "kept", len(out))
-			if pl.feeder.FirstWarning(runner.UID, contract.ReasonTooManyWorkflowPods) {
-				pl.handle.EventRecorder().Eventf(runner, nil, v1.EventTypeWarning, contract.ReasonTooManyWorkflowPods, "Scheduling",
-					"More than %d pods labelled %s=%s existed before this runner was bound; the reservation records the first %d as not its workflow pod, and one of the others may claim its room",
-					contract.MaxStaleWorkflowPods, pl.profile.RunnerPodLabel, runner.Name, contract.MaxStaleWorkflowPods)
-			}
+			pl.feeder.WarnOnce(runner, contract.ReasonTooManyWorkflowPods, "Scheduling",
+				fmt.Sprintf("More than %d pods labelled %s=%s existed before this runner was bound; the reservation records the first %d as not its workflow pod, and one of the others may claim its room",
+					contract.MaxStaleWorkflowPods, pl.profile.RunnerPodLabel, runner.Name, contract.MaxStaleWorkflowPods))
 			break
 		}
 		out = append(out, p.UID)
@@ -929,8 +919,8 @@ func (pl *WorkflowReservation) warnBoundElsewhere(ctx context.Context, pod *v1.P
 	warnBinderOrder.Do(func() {
 		logger.Error(nil, "Another bind plugin bound a runner before WorkflowReservation: reservations are not recorded on runner pods and a restart or leader change loses them; enable WorkflowReservation at the bind extension point, ahead of DefaultBinder", "runner", klog.KObj(pod))
 	})
-	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, contract.ReasonNotRecorded, "Bind",
-		"Bound by another bind plugin: the reservation on node %s is not recorded on the pod (enable WorkflowReservation at the bind extension point)", nodeName)
+	pl.feeder.Warn(pod, contract.ReasonNotRecorded, "Bind",
+		fmt.Sprintf("Bound by another bind plugin: the reservation on node %s is not recorded on the pod (enable WorkflowReservation at the bind extension point)", nodeName))
 }
 
 var warnBinderOrder sync.Once
