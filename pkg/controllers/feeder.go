@@ -253,7 +253,6 @@ func (f *Feeder) Join(ctx context.Context, c Cluster, p *Profile, hookTemplateNa
 			}
 			f.Event(pod, eventType, reason, "PairPod", note)
 		})
-	go f.pairPods.Run(ctx)
 	f.placeholders = NewPlaceholders(writes, podIndexer, f.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			f.Event(pod, eventType, reason, "Placeholder", note)

@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/internal/tandemtest"
 	"github.com/tandem-scheduler/tandem/pkg/sizing"
 	"github.com/tandem-scheduler/tandem/pkg/sizing/sizingtest"
 )
@@ -293,5 +296,33 @@ func TestRunRunsTheControllersJoinBuilt(t *testing.T) {
 	case <-done:
 	case <-ctx.Done():
 		t.Fatal("Run without a joined profile did not return")
+	}
+}
+
+// goroutinesCreatedBy counts the goroutines a go statement in fn created
+// that are still there (started or not).
+func goroutinesCreatedBy(fn string) int {
+	buf := make([]byte, 1<<22)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "created by "+fn+" ")
+}
+
+// Found in review: Join still started the pair-pod worker that Run starts,
+// so every scheduler ran two on one queue, and one ran without Run. Join
+// builds the workers and starts nothing; Run starts them.
+func TestJoinStartsNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	c := &informerCluster{client: client, informers: informers.NewSharedInformerFactory(client, 0)}
+	profile, err := NewProfile("test", tandemtest.PairPodArgs(), events.NewFakeRecorder(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFeeder(nil)
+	if err := f.Join(ctx, c, profile, nil, Config{ReconcileInterval: time.Hour, NoWorkflowPodGrace: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if n := goroutinesCreatedBy("github.com/tandem-scheduler/tandem/pkg/controllers.(*Feeder).Join"); n != 0 {
+		t.Errorf("Join started %d goroutines; only Run starts the controllers", n)
 	}
 }
