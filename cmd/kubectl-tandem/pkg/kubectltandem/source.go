@@ -4,6 +4,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tandem-scheduler/tandem/contract"
@@ -195,9 +196,20 @@ func holds(rec contract.Recorded, runner *v1.Pod, pods []runnerPod) usage {
 		u.phase, on.Workflow, on.WorkflowRequest = PhaseClaimed, true, contract.AmountFromList(podRequests(workflow))
 	}
 	held, ports := h.Holds(on)
-	u.holds = held.ToList()
+	u.holds = inUnitsOf(held.ToList(), rec.Requests)
 	if ports {
 		u.ports = rec.HostPorts
 	}
 	return u
+}
+
+// inUnitsOf returns l with each quantity in the format like writes it in
+// (memory=4G stays 4G, not 3906250Ki); the values are l's.
+func inUnitsOf(l, like v1.ResourceList) v1.ResourceList {
+	for n, q := range l {
+		if u, ok := like[n]; ok && u.Format != q.Format {
+			l[n] = *resource.NewMilliQuantity(q.MilliValue(), u.Format)
+		}
+	}
+	return l
 }

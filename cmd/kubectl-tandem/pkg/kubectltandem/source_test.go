@@ -161,3 +161,16 @@ func TestAnnotationSource(t *testing.T) {
 		})
 	}
 }
+
+// Found in review: since the hold rule is the contract's (amounts in bytes
+// and millicores), a record of memory=4G showed as memory=4000000000. What a
+// reservation holds is written in the units of its record.
+func TestHoldsInTheRecordsUnits(t *testing.T) {
+	rec := contract.Recorded{Node: "n1", Requests: rl("cpu=2,memory=4G,pods=1"), Source: "annotation"}
+	runner := makePod("arc", "r1").runner().node("n1").obj()
+	s := snapshot(nil, []*v1.Pod{runner}, nil)
+	got := holds(rec, runner, s.runnerPods(types.NamespacedName{Namespace: "arc", Name: "r1"}))
+	if shown := format(got.holds); shown != "cpu=2,memory=4G,pods=1" {
+		t.Errorf("holds %s, want cpu=2,memory=4G,pods=1", shown)
+	}
+}
