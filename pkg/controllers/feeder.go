@@ -52,14 +52,15 @@ type Profile struct {
 	ReservationMode string
 	// PlaceholderImage is the image of placeholder and pair pods.
 	PlaceholderImage string
-	// Handover reports whether the profile hands a placeholder over to its
-	// workflow pod at Permit (nil: it does not).
-	Handover func() bool
+	// handover: the profile hands a placeholder over to its workflow pod
+	// at Permit (Holder.SetHandover; the plugin knows once the framework
+	// has built the profile).
+	handover atomic.Bool
 }
 
 // NewProfile returns what the controllers know of the profile name from
 // its plugin args (validated), with recorder as its event recorder. The
-// profile hands no placeholder over at Permit until Handover is set.
+// profile hands no placeholder over at Permit until SetHandover says so.
 func NewProfile(name string, args *config.WorkflowReservationArgs, recorder events.EventRecorder) (*Profile, error) {
 	selector, err := metav1.LabelSelectorAsSelector(args.RunnerSelector)
 	if err != nil {
@@ -109,6 +110,8 @@ type Cluster interface {
 	// SharedInformerFactory is nil in unit tests without informers.
 	SharedInformerFactory() informers.SharedInformerFactory
 	Activate(logger klog.Logger, pods map[string]*v1.Pod)
+	// EventRecorder is the profile's.
+	EventRecorder() events.EventRecorder
 }
 
 // Config is what the first profile's args set for the controllers.
@@ -200,11 +203,11 @@ func NewFeeder(l *leadership.Leadership) *Feeder {
 	}
 }
 
-// Join adds profile p of the scheduler c. It watches p's hook templates
-// (hookTemplateNamespaces, none: every namespace) for p's sizer; the first
-// profile's Join registers the informer handlers and builds the
+// join adds profile p of the scheduler c (Join). It watches p's hook
+// templates (hookTemplateNamespaces, none: every namespace) for p's sizer;
+// the first profile's join registers the informer handlers and builds the
 // controllers, configured by cfg, which Run runs.
-func (f *Feeder) Join(ctx context.Context, c Cluster, p *Profile, hookTemplateNamespaces []string, cfg Config) error {
+func (f *Feeder) join(ctx context.Context, c Cluster, p *Profile, hookTemplateNamespaces []string, cfg Config) error {
 	first, err := f.add(p)
 	if err != nil {
 		return err
@@ -590,7 +593,7 @@ func (f *Feeder) WantPlaceholder(key RunnerKey) (*v1.Pod, *v1.Pod) {
 			continue // not the runner's workflow pod, or one on another node: an ordinary pod
 		}
 		if wf.Spec.NodeName == "" {
-			if p := f.ProfileOf(wf); p != nil && p.Handover != nil && p.Handover() {
+			if p := f.ProfileOf(wf); p != nil && p.handover.Load() {
 				continue // it takes the placeholder's room at Permit
 			}
 			if !contract.PinnedTo(wf, r.Node) {

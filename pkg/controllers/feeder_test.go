@@ -40,6 +40,7 @@ type fakeCluster struct {
 func (*fakeCluster) ClientSet() clientset.Interface                         { return fake.NewClientset() }
 func (*fakeCluster) KubeConfig() *rest.Config                               { return nil }
 func (*fakeCluster) SharedInformerFactory() informers.SharedInformerFactory { return nil }
+func (*fakeCluster) EventRecorder() events.EventRecorder                    { return events.NewFakeRecorder(10) }
 func (c *fakeCluster) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -222,7 +223,7 @@ func TestJoinWiresTheClients(t *testing.T) {
 	}
 	f := NewFeeder(nil)
 	profile := &Profile{Name: "test", Runners: labels.Everything(), Recorder: events.NewFakeRecorder(10), Sizer: sz, ReservationMode: config.ReservationModePods}
-	if err := f.Join(ctx, c, profile, []string{"arc"}, Config{ReconcileInterval: time.Hour, NoWorkflowPodGrace: time.Minute}); err != nil {
+	if err := f.join(ctx, c, profile, []string{"arc"}, Config{ReconcileInterval: time.Hour, NoWorkflowPodGrace: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	limiter := func(name string, cs clientset.Interface) flowcontrol.RateLimiter {
@@ -257,7 +258,7 @@ func TestRunRunsTheControllersJoinBuilt(t *testing.T) {
 	}
 	f := NewFeeder(nil)
 	profile := &Profile{Name: "test", Runners: labels.Everything(), Recorder: events.NewFakeRecorder(10), Sizer: sz, ReservationMode: config.ReservationModeMemory}
-	if err := f.Join(ctx, c, profile, nil, Config{ReconcileInterval: time.Hour, NoWorkflowPodGrace: time.Minute}); err != nil {
+	if err := f.join(ctx, c, profile, nil, Config{ReconcileInterval: time.Hour, NoWorkflowPodGrace: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	c.informers.Start(ctx.Done())
@@ -319,7 +320,7 @@ func TestJoinStartsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := NewFeeder(nil)
-	if err := f.Join(ctx, c, profile, nil, Config{ReconcileInterval: time.Hour, NoWorkflowPodGrace: time.Minute}); err != nil {
+	if err := f.join(ctx, c, profile, nil, Config{ReconcileInterval: time.Hour, NoWorkflowPodGrace: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if n := goroutinesCreatedBy("github.com/tandem-scheduler/tandem/pkg/controllers.(*Feeder).Join"); n != 0 {

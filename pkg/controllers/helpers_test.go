@@ -124,7 +124,7 @@ func newTestFeeder(t *testing.T, opts ...feederOption) (*Feeder, *testCluster) {
 	if tf.informers {
 		cluster = &c.informerCluster
 	}
-	if err := f.Join(ctx, cluster, profile, tf.args.HookTemplateNamespaces, ConfigOf(tf.args)); err != nil {
+	if err := f.join(ctx, cluster, profile, tf.args.HookTemplateNamespaces, ConfigOf(tf.args)); err != nil {
 		t.Fatal(err)
 	}
 	if tf.informers {

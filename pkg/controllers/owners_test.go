@@ -92,7 +92,7 @@ func TestListingReleasesWhatIsNotARunner(t *testing.T) {
 	c := &fakeCluster{}
 	f := NewFeeder(nil)
 	profile := &Profile{Name: "test", Runners: labels.Everything(), Recorder: events.NewFakeRecorder(10)}
-	if err := f.Join(context.Background(), c, profile, nil, Config{}); err != nil {
+	if err := f.join(context.Background(), c, profile, nil, Config{}); err != nil {
 		t.Fatal(err)
 	}
 	arcRunner := ownedBy(runnerPod("r1").Node("n1").Obj(), "actions.github.com/v1alpha1", "EphemeralRunner", "r1", "er-r1")

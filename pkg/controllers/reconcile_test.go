@@ -45,7 +45,7 @@ func TestReconcilerReadsOnlyTheRunnerNamespaces(t *testing.T) {
 	f := NewFeeder(nil)
 	profile := &Profile{Name: "test", Runners: labels.Everything(), Namespaces: sets.New("arc"), RunnerPodLabel: "runner-pod",
 		Recorder: events.NewFakeRecorder(10), Sizer: sz, ReservationMode: config.ReservationModeMemory}
-	if err := f.Join(ctx, c, profile, nil, Config{ReconcileInterval: time.Hour, NoWorkflowPodGrace: time.Minute}); err != nil {
+	if err := f.join(ctx, c, profile, nil, Config{ReconcileInterval: time.Hour, NoWorkflowPodGrace: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	client.ClearActions()

@@ -138,7 +138,7 @@ func TestBadInput(t *testing.T) {
 				}
 				pod := runner1.DeepCopy()
 				pod.Annotations = map[string]string{contract.ReservationAnnotation: value}
-				pl.feeder.OnPod(logger, pod)
+				feederOf(pl).OnPod(logger, pod)
 				return nil
 			},
 			wantEvent: "more than maxWorkflowRequests",
@@ -246,7 +246,7 @@ func TestBadInput(t *testing.T) {
 			act: func(ctx context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
 				finished := runner1.DeepCopy()
 				finished.Status.Phase = v1.PodSucceeded
-				pl.feeder.OnPodDelete(logger, finished)
+				feederOf(pl).OnPodDelete(logger, finished)
 				return schedule(ctx, pl, workflowPod("r1").Req(units("1")).Obj(), nodeInfo(threeUnits))
 			},
 			wantEvent: "Warning " + contract.ReasonNoReservation,
@@ -257,7 +257,7 @@ func TestBadInput(t *testing.T) {
 		"a workflow pod bound to another node than its reservation": {
 			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.feeder.OnPod(logger, workflowPod("r1").Node("n2").Obj())
+				feederOf(pl).OnPod(logger, workflowPod("r1").Node("n2").Obj())
 				return nil
 			},
 			wantEvent: "Warning " + contract.ReasonNoReservation + " Runs on node n2, not on node n1 where runner r1's room is reserved: it claims nothing",
@@ -303,8 +303,8 @@ func TestBadInput(t *testing.T) {
 		"a node deleted under a reservation": {
 			reservations: []*reservations.Reservation{oneUnitReservation("r1")},
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.feeder.OnNodeDelete(logger, st.MakeNode().Name("n1").Obj())
-				pl.feeder.OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj())
+				feederOf(pl).OnNodeDelete(logger, st.MakeNode().Name("n1").Obj())
+				feederOf(pl).OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj())
 				return nil
 			},
 			wantEvent: "Normal " + contract.ReasonReleased + " Released cpu=1: node n1 was deleted",
@@ -312,7 +312,7 @@ func TestBadInput(t *testing.T) {
 		},
 		"an unreadable recorded reservation": {
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.feeder.OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, "{").Obj())
+				feederOf(pl).OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, "{").Obj())
 				return nil
 			},
 			wantEvent: "Warning " + contract.ReasonInvalidReservation,
@@ -320,7 +320,7 @@ func TestBadInput(t *testing.T) {
 		},
 		"a reservation recorded for another pod": {
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.feeder.OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("copied-from-elsewhere")).Obj())
+				feederOf(pl).OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, recordedFor("copied-from-elsewhere")).Obj())
 				return nil
 			},
 			wantEvent: "Warning " + contract.ReasonInvalidReservation + ` annotation tandem.dev/reservation: recorded for pod UID "copied-from-elsewhere"`,
@@ -328,7 +328,7 @@ func TestBadInput(t *testing.T) {
 		},
 		"a recorded reservation of nothing": {
 			act: func(_ context.Context, logger klog.Logger, pl *WorkflowReservation) *fwk.Status {
-				pl.feeder.OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"0"},"runnerUID":"r1"}`).Obj())
+				feederOf(pl).OnPod(logger, runnerPod("r1").Node("n1").Annotation(contract.ReservationAnnotation, `{"node":"n1","requests":{"cpu":"0"},"runnerUID":"r1"}`).Obj())
 				return nil
 			},
 			wantEvent: "Warning " + contract.ReasonInvalidReservation + " annotation tandem.dev/reservation: holds no valid requests",

@@ -115,8 +115,8 @@ func BenchmarkHandlers(b *testing.B) {
 		for range b.N {
 			r := base // unclaimed, as before the workflow pod came
 			pl.store.Take(&r)
-			pl.feeder.OnPod(logger, wf)
-			pl.feeder.OnPodDelete(logger, wf)
+			feederOf(pl).OnPod(logger, wf)
+			feederOf(pl).OnPodDelete(logger, wf)
 		}
 	})
 }

@@ -45,10 +45,10 @@ func TestHookTemplateNamespaces(t *testing.T) {
 	args.HookTemplateNamespaces = []string{"arc"}
 	pl, h := newTestPlugin(t, args, true, hookTemplateIn("arc"), hookTemplateIn("elsewhere"))
 	eventually(t, "the namespace's ConfigMaps listed", func() bool {
-		return pl.profile.Sizer.ConfigMaps().(sizing.NamespacedConfigMaps).Listed("arc")
+		return profileOf(pl).Sizer.ConfigMaps().(sizing.NamespacedConfigMaps).Listed("arc")
 	})
 
-	cached, err := pl.profile.Sizer.ConfigMaps().List(labels.Everything())
+	cached, err := profileOf(pl).Sizer.ConfigMaps().List(labels.Everything())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,15 +105,15 @@ func TestHookTemplateNamespaceNotListed(t *testing.T) {
 	args.HookTemplateNamespaces = []string{"arc"}
 	args.DefaultWorkflowRequests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}
 	pl, h := newTestPlugin(t, args, true)
-	cms := pl.profile.Sizer.ConfigMaps().(sizing.NamespacedConfigMaps)
-	pl.profile.Sizer.SetConfigMaps(cms.WithSynced(map[string]cache.InformerSynced{"arc": func() bool { return false }}))
+	cms := profileOf(pl).Sizer.ConfigMaps().(sizing.NamespacedConfigMaps)
+	profileOf(pl).Sizer.SetConfigMaps(cms.WithSynced(map[string]cache.InformerSynced{"arc": func() bool { return false }}))
 
 	runner := sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/default.yaml")
 	_, status := pl.PreFilter(ctx, framework.NewCycleState(), runner, nil)
 	if status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), "ConfigMaps of namespace arc (hookTemplateNamespaces) are not listed yet") {
 		t.Errorf("runner: status %v, want Unschedulable saying its namespace is not listed yet", status)
 	}
-	if got := pl.feeder.Waiting().Matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID }); len(got) != 1 {
+	if got := feederOf(pl).Waiting().Matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID }); len(got) != 1 {
 		t.Error("the runner does not wait for its namespace's ConfigMaps")
 	}
 	if got := heldReservations(pl); len(got) != 0 {
@@ -192,10 +192,10 @@ func TestNotListedRunnerListedDuringCycle(t *testing.T) {
 	// listing the test drives.
 	pl, h := newTestPlugin(t, notListedArgs(), true)
 	runner := templatedRunner("r", "arc2")
-	cms := pl.profile.Sizer.ConfigMaps().(sizing.NamespacedConfigMaps)
+	cms := profileOf(pl).Sizer.ConfigMaps().(sizing.NamespacedConfigMaps)
 	// Listed right after the runner waited.
-	pl.profile.Sizer.SetConfigMaps(cms.WithSynced(map[string]cache.InformerSynced{"arc2": func() bool {
-		return len(pl.feeder.Waiting().Matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID })) > 0
+	profileOf(pl).Sizer.SetConfigMaps(cms.WithSynced(map[string]cache.InformerSynced{"arc2": func() bool {
+		return len(feederOf(pl).Waiting().Matching(func(p *v1.Pod, _ time.Time) bool { return p.UID == runner.UID })) > 0
 	}}))
 
 	if _, status := pl.PreFilter(ctx, framework.NewCycleState(), runner, nil); status.Code() != fwk.Unschedulable {

@@ -18,7 +18,7 @@ func TestGraceKeepsPendingWorkflowPod(t *testing.T) {
 	wf := workflowPod("r1").NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj()
 	useListerOf(t, pl, wf)
 	pl.store.Take(oneUnitReservation("r1"))
-	pl.feeder.ReleaseWithoutWorkflowPod(logger, key("r1"), "r1")
+	feederOf(pl).ReleaseWithoutWorkflowPod(logger, key("r1"), "r1")
 	cs := framework.NewCycleState()
 	pl.PreFilter(context.Background(), cs, wf, nil)
 	if s, _ := getCycleState(cs); s == nil || s.kind != kindWorkflow {

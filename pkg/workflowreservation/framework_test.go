@@ -38,6 +38,7 @@ func realFramework(ctx context.Context, tb testing.TB, profile *schedconfig.Kube
 		p, err := newPlugin(ctx, obj, h, feeder, &nodeIndexRef{})
 		if err == nil {
 			pl = p.(*WorkflowReservation)
+			testFeeders.Store(pl, feeder)
 		}
 		return p, err
 	}}); err != nil {
@@ -59,11 +60,11 @@ func realFramework(ctx context.Context, tb testing.TB, profile *schedconfig.Kube
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	if pl != nil {
-		if !cache.WaitForCacheSync(ctx.Done(), pl.feeder.Synced) {
+		if !cache.WaitForCacheSync(ctx.Done(), feeder.Synced) {
 			tb.Fatal("the plugin's handlers did not sync")
 		}
-		if pl.feeder.Leader().IsLeader() {
-			<-pl.feeder.Reconciled() // its first pass, as in newTestPlugin
+		if feeder.Leader().IsLeader() {
+			<-feeder.Reconciled() // its first pass, as in newTestPlugin
 		}
 	}
 	return fw, pl

@@ -117,7 +117,7 @@ func TestReleaseDuringCycleActivates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The release is counted after the store let go of the room.
-	eventually(t, "the deleted runner's reservation is released", func() bool { return pl.feeder.Waiting().Releases() > 0 })
+	eventually(t, "the deleted runner's reservation is released", func() bool { return feederOf(pl).Waiting().Releases() > 0 })
 	if got := h.activatedPods(); len(got) != 0 {
 		t.Fatalf("activated %v before the pod was turned away", got)
 	}
@@ -143,7 +143,7 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 	logger := klogger(t)
 	pl, h := newTestPlugin(t, defaultArgs(), false)
 	fake := clocktesting.NewFakeClock(time.Now())
-	pl.feeder.Waiting().Clock = fake
+	feederOf(pl).Waiting().Clock = fake
 	pl.store.Take(oneUnitReservation("r1"))
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
 	turnAway := func() {
@@ -159,8 +159,8 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 
 	turnAway()
 	fake.Step(300 * time.Millisecond)
-	pl.feeder.ActivateWaiting(logger)
-	pl.feeder.ActivateWaiting(logger)
+	feederOf(pl).ActivateWaiting(logger)
+	feederOf(pl).ActivateWaiting(logger)
 	if n := activations(); n != 0 {
 		t.Fatalf("%d activations 300 ms after the pod was turned away, want none before its 1 s backoff ends", n)
 	}
@@ -170,7 +170,7 @@ func TestReleaseActivationRespectsBackoff(t *testing.T) {
 	// Turned away a second time: 2 s.
 	turnAway()
 	fake.Step(100 * time.Millisecond)
-	pl.feeder.ActivateWaiting(logger)
+	feederOf(pl).ActivateWaiting(logger)
 	fake.Step(time.Second)
 	if !fake.HasWaiters() || activations() != 1 {
 		t.Fatalf("%d activations, activation pending %v, 1.1 s after the second rejection; want 1 and pending", activations(), fake.HasWaiters())
@@ -190,7 +190,7 @@ func TestActivationBackoffFromArgs(t *testing.T) {
 	args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds = 1, 1
 	pl, h := newTestPlugin(t, args, false)
 	fake := clocktesting.NewFakeClock(time.Now())
-	pl.feeder.Waiting().Clock = fake
+	feederOf(pl).Waiting().Clock = fake
 	pl.store.Take(oneUnitReservation("r1"))
 	p := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("3")).Obj()
 	for i := range 4 {
@@ -199,7 +199,7 @@ func TestActivationBackoffFromArgs(t *testing.T) {
 		pl.Filter(ctx, cs, p, nodeInfo(threeUnits))
 		pl.PostFilter(ctx, cs, p, nil)
 		fake.Step(999 * time.Millisecond)
-		pl.feeder.ActivateWaiting(logger)
+		feederOf(pl).ActivateWaiting(logger)
 		if n := len(h.activatedPods()); n != i {
 			t.Fatalf("rejection %d: %d activations before 1 s, want %d", i+1, n, i)
 		}
@@ -235,7 +235,7 @@ func TestStaleWorkflowPodOfEarlierIncarnation(t *testing.T) {
 		t.Error("Filter let a pod take the new runner's reserved room: the stale workflow pod counted as its claim")
 	}
 
-	pl.feeder.OnPod(logger, stale)
+	feederOf(pl).OnPod(logger, stale)
 	if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != "" {
 		t.Errorf("the stale workflow pod claimed the new runner's reservation (claimedBy %q)", r.ClaimedBy())
 	}
@@ -259,7 +259,7 @@ func TestRunnerBoundElsewhereThanReserved(t *testing.T) {
 	elsewhere := boundWithRecord(t, pl, runner, "n1")
 	elsewhere.Spec.NodeName = "n2"
 	elsewhere.Annotations[contract.ReservationAnnotation] = strings.Replace(elsewhere.Annotations[contract.ReservationAnnotation], `"node":"n1"`, `"node":"n2"`, 1)
-	pl.feeder.OnPod(logger, elsewhere)
+	feederOf(pl).OnPod(logger, elsewhere)
 	if r, _ := pl.store.Get(key("r1")); r.Node != "n2" {
 		t.Errorf("reservation on %q, want n2 where the runner is bound", r.Node)
 	}
@@ -353,8 +353,8 @@ func TestRebuildClaimsForTheOldestWorkflowPod(t *testing.T) {
 	wf := workflowPod("r1").Node("n1").CreationTimestamp(created(20)).Req(units("1500m")).Obj()
 	step := st.MakePod().Namespace("arc").Name("r1-step-0a1b").UID("r1-step-0a1b").Label("runner-pod", "r1").
 		Node("n1").CreationTimestamp(created(30)).Req(units("300m")).Obj()
-	pl.feeder.UsePods(orderedPods{step, wf, runner})
-	pl.feeder.OnPod(logger, runner)
+	feederOf(pl).UsePods(orderedPods{step, wf, runner})
+	feederOf(pl).OnPod(logger, runner)
 	if r, _ := pl.store.Get(key("r1")); r.ClaimedBy() != wf.UID {
 		t.Fatalf("claimed by %q, want the workflow pod %q", r.ClaimedBy(), wf.UID)
 	}

@@ -82,7 +82,12 @@ func newFit(ctx context.Context, h fwk.Handle) (fitPlugin, error) {
 // Memory leaves the Fit to the profile.
 func (pl *WorkflowReservation) layout() {
 	pl.layoutOnce.Do(func() {
-		pods := pl.profile.ReservationMode == config.ReservationModePods
+		// The controllers' placeholder worker needs it too
+		// (WantPlaceholder). The scheduler asks for the events while it is
+		// built, before its informers start, so before any placeholder is
+		// synced.
+		defer func() { pl.room.SetHandover(pl.handoverAtPermit) }()
+		pods := pl.mode == config.ReservationModePods
 		var plugins *schedconfig.Plugins
 		if lister, ok := pl.handle.(interface{ ListPlugins() *schedconfig.Plugins }); ok {
 			plugins = lister.ListPlugins()
@@ -94,7 +99,7 @@ func (pl *WorkflowReservation) layout() {
 		pl.runsFit = !enabled(plugins.Filter, names.NodeResourcesFit)
 		if pl.runsFit && enabled(plugins.PreFilter, names.NodeResourcesFit) {
 			klog.Background().Info("Warning: NodeResourcesFit is enabled at preFilter but not at filter; WorkflowReservation runs it at both: disable it at preFilter too",
-				"profile", pl.profile.Name)
+				"profile", pl.profile)
 		}
 		if !pods {
 			return
@@ -102,10 +107,10 @@ func (pl *WorkflowReservation) layout() {
 		pl.handoverAtPermit = pl.runsFit && enabled(plugins.Permit, Name)
 		if !pl.runsFit {
 			klog.Background().Error(nil, "reservationMode Pods: disable NodeResourcesFit at preFilter and filter in this profile (WorkflowReservation runs it); until then a placeholder yields as soon as a workflow pod pinned to its node exists, which frees its room to other schedulers until the pod is bound, and an unpinned workflow pod cannot use its room",
-				"profile", pl.profile.Name)
+				"profile", pl.profile)
 		} else if !pl.handoverAtPermit {
 			klog.Background().Error(nil, "reservationMode Pods: enable WorkflowReservation at permit (multiPoint does); until then a placeholder yields as soon as a workflow pod pinned to its node exists",
-				"profile", pl.profile.Name)
+				"profile", pl.profile)
 		}
 	})
 }
@@ -131,23 +136,6 @@ func (pl *WorkflowReservation) ownsFit() bool {
 func (pl *WorkflowReservation) handover() bool {
 	pl.layout()
 	return pl.handoverAtPermit
-}
-
-// mayHavePlaceholder says whether the workflow pod's runner may have a
-// placeholder: its profile holds reservations with pods, or one exists.
-func (pl *WorkflowReservation) mayHavePlaceholder(s *cycleState) bool {
-	if pl.feeder.Placeholders().Of(s.runner, s.own.RunnerUID) != nil {
-		return true
-	}
-	if pl.feeder.Pods() == nil {
-		return false
-	}
-	runner, err := pl.feeder.Pods().Pods(s.runner.Namespace).Get(s.runner.Name)
-	if err != nil || runner.UID != s.own.RunnerUID {
-		return false
-	}
-	owner := pl.feeder.ProfileOf(runner)
-	return owner != nil && owner.ReservationMode == config.ReservationModePods
 }
 
 // handoverState is the in-tree Fit this plugin may run, and the profile's

@@ -145,17 +145,22 @@ func newTestPluginIn(ctx context.Context, t testing.TB, client *fake.Clientset, 
 		t.Fatalf("New: %v", err)
 	}
 	pl := p.(*WorkflowReservation)
+	testFeeders.Store(pl, f)
+	// As the scheduler does while it is built, before its informers start.
+	if _, err := pl.EventsToRegister(ctx); err != nil {
+		t.Fatal(err)
+	}
 	go f.Run(ctx) // as tandem-scheduler does
 	if withInformers {
 		h.informers.Start(ctx.Done())
 		h.informers.WaitForCacheSync(ctx.Done())
 		// The handlers have seen every object the informers listed, and
 		// the reconciler has made its first pass.
-		if !cache.WaitForCacheSync(ctx.Done(), pl.feeder.Synced) {
+		if !cache.WaitForCacheSync(ctx.Done(), feederOf(pl).Synced) {
 			t.Fatal("handlers did not sync")
 		}
-		if pl.feeder.Leader().IsLeader() {
-			<-pl.feeder.Reconciled()
+		if feederOf(pl).Leader().IsLeader() {
+			<-feederOf(pl).Reconciled()
 		}
 	}
 	return pl, h
@@ -189,7 +194,7 @@ func useListerOf(t *testing.T, pl *WorkflowReservation, pods ...*v1.Pod) {
 			t.Fatal(err)
 		}
 	}
-	pl.feeder.UsePods(corelisters.NewPodLister(indexer))
+	feederOf(pl).UsePods(corelisters.NewPodLister(indexer))
 }
 
 func hasNode(objs []runtime.Object, name string) bool {
@@ -269,3 +274,30 @@ var (
 	pairArgs           = tandemtest.PairPodArgs
 	podsModeArgs       = tandemtest.PodsModeArgs
 )
+
+// testFeeders holds the controllers each test plugin joined, for the tests
+// that look behind the plugin's seams.
+var testFeeders sync.Map
+
+// feederOf returns the controllers pl joined.
+func feederOf(pl *WorkflowReservation) *controllers.Feeder {
+	f, ok := testFeeders.Load(pl)
+	if !ok {
+		panic("plugin not made by newTestPluginIn")
+	}
+	return f.(*controllers.Feeder)
+}
+
+// profileOf returns what the controllers know of pl's profile.
+func profileOf(pl *WorkflowReservation) *controllers.Profile {
+	return feederOf(pl).ProfileOf(&v1.Pod{Spec: v1.PodSpec{SchedulerName: pl.profile}})
+}
+
+// setLayout gives pl the layout of a profile in which it runs the in-tree
+// Fit (runsFit) and hands placeholders over at Permit (handover), as
+// layout finds it in a profile built so, and tells the controllers.
+func setLayout(pl *WorkflowReservation, runsFit, handover bool) {
+	pl.layoutOnce.Do(func() {})
+	pl.runsFit, pl.handoverAtPermit = runsFit, handover
+	pl.room.SetHandover(handover)
+}

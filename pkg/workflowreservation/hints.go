@@ -58,7 +58,7 @@ func (pl *WorkflowReservation) isSchedulableAfterPodAdded(logger klog.Logger, po
 	if err != nil {
 		return fwk.Queue, err
 	}
-	if _, ok := pl.feeder.RunnerOf(added); !ok || added.Spec.NodeName == "" {
+	if _, ok := pl.pods.RunnerOf(added); !ok || added.Spec.NodeName == "" {
 		return fwk.QueueSkip, nil
 	}
 	logger.V(5).Info("Workflow pod claimed a reservation, room may be free", "pod", klog.KObj(pod), "workflowPod", klog.KObj(added))

@@ -40,7 +40,7 @@ func TestHoldRuleTable(t *testing.T) {
 				t.Fatal("the runner's record was not rebuilt")
 			}
 			if tc.NoWorkflowPod {
-				pl.feeder.ReleaseWithoutWorkflowPod(logger, key, holdruletest.RunnerUID)
+				feederOf(pl).ReleaseWithoutWorkflowPod(logger, key, holdruletest.RunnerUID)
 			}
 			onNode := []*v1.Pod{runner}
 			var placeholder contract.Amount

@@ -182,14 +182,14 @@ func awaitEvent(b *testing.B, w watch.Interface, event watch.EventType, name str
 // workflow pod, then the workflow pod and the runner deleted.
 func lifetime(ctx context.Context, b *testing.B, logger klog.Logger, pl *WorkflowReservation, name string, node *v1.Node) {
 	bound := reserved(ctx, b, pl, name, node)
-	pl.feeder.OnPod(logger, bound)
+	feederOf(pl).OnPod(logger, bound)
 	wf := workflowPod(name).Node(node.Name).Req(units("1")).Obj()
-	pl.feeder.OnPod(logger, wf)
+	feederOf(pl).OnPod(logger, wf)
 	if r, _ := pl.store.Get(types.NamespacedName{Namespace: bound.Namespace, Name: name}); r.ClaimedBy() == "" {
 		b.Fatalf("the workflow pod of %s claimed nothing", name)
 	}
-	pl.feeder.OnPodDelete(logger, wf)
-	pl.feeder.OnPodDelete(logger, bound)
+	feederOf(pl).OnPodDelete(logger, wf)
+	feederOf(pl).OnPodDelete(logger, bound)
 }
 
 // reserved runs runner name's scheduling cycle onto node (PreFilter,

@@ -195,7 +195,7 @@ func TestNodeIndexIgnoresUnknownNodeInfos(t *testing.T) {
 func TestNothingHeldStillCountsANominatedRunner(t *testing.T) {
 	ctx := context.Background()
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	pl.layoutOnce.Do(func() { pl.runsFit = true }) // the shipped layout: the plugin runs the Fit
+	setLayout(pl, true, false) // the shipped layout: the plugin runs the Fit
 	node := st.MakeNode().Name("n1").Capacity(units("3")).Obj()
 	nominated := runnerPod("r9").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Req(units("500m")).Obj()
 	pod := st.MakePod().Namespace("arc").Name("p").UID("p").Req(units("1")).Obj()

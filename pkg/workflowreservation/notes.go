@@ -7,14 +7,6 @@ import (
 	"github.com/tandem-scheduler/tandem/contract"
 )
 
-func joinErrors(errs []error) string {
-	parts := make([]string, 0, len(errs))
-	for _, e := range errs {
-		parts = append(parts, e.Error())
-	}
-	return strings.Join(parts, "; ")
-}
-
 // reservedNote is the note of the event for a reservation taken.
 func reservedNote(s *cycleState, node string) string {
 	var b strings.Builder

@@ -104,7 +104,7 @@ func TestNoPairPodWhenRunnerAloneDoesNotFit(t *testing.T) {
 	pl.PreFilter(ctx, cs, runner, nil)
 	// No Filter of this plugin turned it away (another plugin did).
 	pl.PostFilter(ctx, cs, runner, nil)
-	if pl.feeder.PairPods().Wanted(runner.UID) {
+	if feederOf(pl).PairPods().Wanted(runner.UID) {
 		t.Error("a pair pod is wanted for a runner no node turned away for its workflow pod")
 	}
 }
@@ -118,7 +118,7 @@ func TestPairPodsOff(t *testing.T) {
 	pl.PreFilter(ctx, cs, runner, nil)
 	pl.Filter(ctx, cs, runner, nodeInfo(st.MakeNode().Name("n1").Capacity(units("2")).Obj()))
 	pl.PostFilter(ctx, cs, runner, nil)
-	if pl.feeder.PairPods().Wanted(runner.UID) {
+	if feederOf(pl).PairPods().Wanted(runner.UID) {
 		t.Error("a pair pod is wanted with pairPods off")
 	}
 }

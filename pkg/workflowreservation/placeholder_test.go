@@ -47,7 +47,7 @@ func TestPlaceholderCountsOnce(t *testing.T) {
 	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	node := st.MakeNode().Name("n1").Capacity(units("3")).Obj()
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
-	pl.feeder.OnPod(klogger(t), runner)
+	feederOf(pl).OnPod(klogger(t), runner)
 
 	other := st.MakePod().Namespace("arc").Name("other").UID("other").Req(units("1")).Obj()
 	forged := placeholderOf(runner, "1")
@@ -92,13 +92,15 @@ func TestPlaceholderCountsOnce(t *testing.T) {
 func TestPlaceholderHandoverAtPermit(t *testing.T) {
 	ctx := context.Background()
 	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
-	wf := workflowPod("r1").SchedulerName("test").Req(units("1")).Obj()
+	// Pinned to the runner's node: a profile that did not hand over at
+	// Permit would have the placeholder yield as soon as it exists.
+	wf := workflowPod("r1").SchedulerName("test").Req(units("1")).NodeAffinityIn(v1.LabelHostname, []string{"n1"}, st.NodeSelectorTypeMatchExpressions).Obj()
 	pl, h := newTestPlugin(t, podsModeArgs(), true, runner, wf)
 	hold := waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
 	if !pl.handover() {
 		t.Fatal("a Pods profile without the stock NodeResourcesFit does not hand over at Permit")
 	}
-	if _, want := pl.feeder.WantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil {
+	if _, want := feederOf(pl).WantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil {
 		t.Fatal("the placeholder is not wanted while its workflow pod, scheduled by tandem, is pending")
 	}
 
@@ -218,7 +220,7 @@ func TestPlaceholderCreatedBeforeTheBinding(t *testing.T) {
 			cs := reserveRunner(t, pl, runner, "n1")
 			// The binding is in flight: the runner shows unbound, its
 			// reservation is assumed. The worker wants the placeholder.
-			if _, want := pl.feeder.WantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil || want.Spec.NodeName != "n1" {
+			if _, want := feederOf(pl).WantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil || want.Spec.NodeName != "n1" {
 				t.Fatalf("while r1's binding is in flight the worker wants placeholder %v, want one on n1", want)
 			}
 			status := pl.Bind(ctx, cs, runner, "n1")
@@ -254,7 +256,7 @@ func TestUnpinnedPendingPodLeavesPlaceholderInPlace(t *testing.T) {
 	ctx := context.Background()
 	runner := runnerPod("r1").Node("n1").Req(units("1")).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
 	pl, h := newTestPlugin(t, podsModeArgs(), true, runner)
-	pl.layoutOnce.Do(func() {}) // a profile that leaves the Fit to the stock one: no hand-over at Permit
+	setLayout(pl, false, false) // a profile that leaves the Fit to the stock one: no hand-over at Permit
 	if pl.handover() {
 		t.Fatal("the profile still hands over at Permit")
 	}
@@ -264,7 +266,7 @@ func TestUnpinnedPendingPodLeavesPlaceholderInPlace(t *testing.T) {
 	seen := func(n int) {
 		t.Helper()
 		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			return len(pl.feeder.WorkflowPods(nn)) == n, nil
+			return len(feederOf(pl).WorkflowPods(nn)) == n, nil
 		})
 		if err != nil {
 			t.Fatalf("the feeder does not see %d pods of r1: %v", n, err)
@@ -276,7 +278,7 @@ func TestUnpinnedPendingPodLeavesPlaceholderInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen(1)
-	if _, want := pl.feeder.WantPlaceholder(key); want == nil {
+	if _, want := feederOf(pl).WantPlaceholder(key); want == nil {
 		t.Fatal("a pending pod not pinned to r1's node made r1's placeholder yield")
 	}
 
@@ -285,7 +287,7 @@ func TestUnpinnedPendingPodLeavesPlaceholderInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen(2)
-	if _, want := pl.feeder.WantPlaceholder(key); want != nil {
+	if _, want := feederOf(pl).WantPlaceholder(key); want != nil {
 		t.Fatal("r1's placeholder stays while its workflow pod, pinned to its node, is pending")
 	}
 }

@@ -10,7 +10,6 @@ package workflowreservation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -22,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
@@ -34,7 +31,6 @@ import (
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
-	"github.com/tandem-scheduler/tandem/pkg/sizing"
 )
 
 const (
@@ -63,19 +59,24 @@ var (
 )
 
 // WorkflowReservation is the plugin: one instance per profile that enables
-// it, all of one scheduler joined to one controllers.Feeder.
+// it, all of one scheduler joined to the same Controllers.
 type WorkflowReservation struct {
 	handle fwk.Handle
-	// feeder keeps store in step with the cluster, for every profile.
-	feeder *controllers.Feeder
-	store  *reservations.Store
-	// profile is what the controllers know of this profile: its runners,
-	// their sizing, its events and reservation mode.
-	profile  *controllers.Profile
-	scoring  config.ScoringStrategy
-	pairPods bool
-	// jobs lists the Jobs that name a step pod's runner (hooks v0.7.0).
-	jobs batchlisters.JobLister
+	// pods says what a pod is to tandem, room holds room for workflow
+	// pods: the two seams of this profile's controllers.
+	pods controllers.Classifier
+	room controllers.Holder
+	// store is room's, read on every cycle.
+	store *reservations.Store
+	// profile is the profile's name; mode its reservationMode.
+	profile        string
+	mode           string
+	runnerPodLabel string
+	scoring        config.ScoringStrategy
+	pairPods       bool
+	// jobsWatched: the scheduler has informers, so a step pod's Job may
+	// name its runner (hooks v0.7.0).
+	jobsWatched bool
 	// index finds the store's entry of a node of the snapshot; one for
 	// every profile of the scheduler.
 	index *nodeIndexRef
@@ -89,37 +90,44 @@ type WorkflowReservation struct {
 	lifetime context.Context
 }
 
+// Controllers is what the plugin's instances of one scheduler join: one
+// per scheduler, built and run by its command (controllers.Feeder). Join
+// returns the joining profile's two seams.
+type Controllers interface {
+	Join(ctx context.Context, c controllers.Cluster, profile string, args *config.WorkflowReservationArgs) (controllers.Classifier, controllers.Holder, error)
+}
+
 // New initializes a plugin that leads always, shares its reservations with
 // no other profile and runs its own controllers until ctx ends: a scheduler
 // without leader election and with one tandem profile, for a harness that
 // takes only a registry (scheduler_perf). tandem-scheduler uses NewFactory.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	f := controllers.NewFeeder(nil)
-	pl, err := newPlugin(ctx, obj, h, f, &nodeIndexRef{})
+	c := controllers.NewFeeder(nil)
+	pl, err := newPlugin(ctx, obj, h, c, &nodeIndexRef{})
 	if err != nil {
 		return nil, err
 	}
-	go f.Run(ctx)
+	go c.Run(ctx)
 	return pl, nil
 }
 
 // NewFactory returns the plugin factory of one scheduler: the instances it
-// creates (one per profile) join f and share its reservations. The caller
-// runs f's controllers (Feeder.Run) once the scheduler's profiles are
-// built; until their first reconcile the plugin schedules nothing.
-func NewFactory(f *controllers.Feeder) frameworkruntime.PluginFactory {
+// creates (one per profile) join c and share its reservations. The caller
+// runs c once the scheduler's profiles are built; until c's first
+// reconcile the plugin schedules nothing.
+func NewFactory(c Controllers) frameworkruntime.PluginFactory {
 	// One index of the scheduler's nodes for every profile: they share the
 	// snapshot and the store.
 	index := &nodeIndexRef{}
 	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return newPlugin(ctx, obj, h, f, index)
+		return newPlugin(ctx, obj, h, c, index)
 	}
 }
 
-// newPlugin initializes the plugin from its args and joins it to f; the
-// first instance of a scheduler registers f's informer handlers, which
+// newPlugin initializes the plugin from its args and joins it to c; the
+// first instance of a scheduler registers c's informer handlers, which
 // rebuild the reservations recorded on runner pods.
-func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *controllers.Feeder, index *nodeIndexRef) (fwk.Plugin, error) {
+func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c Controllers, index *nodeIndexRef) (fwk.Plugin, error) {
 	args, ok := obj.(*config.WorkflowReservationArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type WorkflowReservationArgs, got %T", obj)
@@ -130,48 +138,40 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, f *control
 	for _, w := range validation.WarningsForWorkflowReservationArgs(args) {
 		klog.FromContext(ctx).Info("Warning: WorkflowReservation args", "profile", fwk.ProfileName(h), "warning", w)
 	}
-	profile, err := controllers.NewProfile(fwk.ProfileName(h), args, h.EventRecorder())
-	if err != nil {
-		return nil, err
-	}
 	pl := &WorkflowReservation{
-		handle:   h,
-		feeder:   f,
-		store:    f.Store(),
-		index:    index,
-		scoring:  *args.ScoringStrategy,
-		pairPods: args.PairPods,
-		lifetime: ctx,
+		handle:         h,
+		index:          index,
+		profile:        fwk.ProfileName(h),
+		mode:           args.ReservationMode,
+		runnerPodLabel: args.RunnerPodLabel,
+		scoring:        *args.ScoringStrategy,
+		pairPods:       args.PairPods,
+		jobsWatched:    h.SharedInformerFactory() != nil,
+		lifetime:       ctx,
 	}
-	pl.profile = profile
-	pl.profile.Handover = pl.handover
+	var err error
 	if pl.fit, err = newFit(ctx, h); err != nil {
 		return nil, err
 	}
-	// The scheduler's, so the same in every profile.
-	f.Waiting().SetBackoff(args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds)
 	metrics.Register()
-	if informers := h.SharedInformerFactory(); informers != nil {
-		pl.jobs = informers.Batch().V1().Jobs().Lister()
-	}
-	if err := f.Join(ctx, h, pl.profile, args.HookTemplateNamespaces, controllers.ConfigOf(args)); err != nil {
+	if pl.pods, pl.room, err = c.Join(ctx, h, pl.profile, args); err != nil {
 		return nil, err
 	}
+	pl.store = pl.room.Store()
 	return pl, nil
 }
 
 // Name returns the plugin name.
 func (pl *WorkflowReservation) Name() string { return Name }
 
-type podKind int
+// podKind is what a pod is to tandem (controllers.Kind).
+type podKind = controllers.Kind
 
 const (
-	kindOther podKind = iota
-	kindRunner
-	kindWorkflow
-	// kindStep is a container-step pod of a runner whose workflow pod
-	// claimed its reservation: it may use the step headroom.
-	kindStep
+	kindOther    = controllers.Other
+	kindRunner   = controllers.Runner
+	kindWorkflow = controllers.Workflow
+	kindStep     = controllers.Step
 )
 
 // cycleState is what one scheduling cycle knows about the pod. PreFilter
@@ -248,18 +248,18 @@ func getCycleState(cs fwk.CycleState) (*cycleState, error) {
 	return s, nil
 }
 
-// PreFilter classifies the pod, sizes a runner's workflow pod and narrows a
-// pinned workflow pod to its reservation's node.
+// PreFilter asks what the pod is to tandem (a runner and its workflow pod's
+// size, a workflow or step pod and the reservation it claims, or neither)
+// and narrows a pinned workflow pod to its reservation's node.
 func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	// Only the leader schedules.
-	pl.feeder.Leader().Lead()
-	if contract.IsPairPod(pod) {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, controllers.Truncate(fmt.Sprintf(
-			"pair pod of runner %s: it stands for the runner and its workflow pod for cluster autoscalers and is never bound",
-			klog.KRef(pod.Namespace, pod.Annotations[contract.PairOfAnnotation]))))
-	}
-	if status := pl.awaitRebuild(ctx, pod); status != nil {
-		return nil, status
+	v := pl.pods.Classify(ctx, pod)
+	switch {
+	case v.Err != nil:
+		return nil, fwk.AsStatus(v.Err)
+	case v.Wait != "" && v.Unresolvable:
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Wait)
+	case v.Wait != "":
+		return nil, fwk.NewStatus(fwk.Unschedulable, v.Wait)
 	}
 	ownsFit := pl.ownsFit()
 	if ownsFit {
@@ -267,24 +267,10 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 			return nil, status
 		}
 	}
-	s := &cycleState{releases: pl.feeder.Waiting().Releases()}
-	result := pl.claimOf(ctx, pod, s)
-	if s.kind == kindOther && pl.profile.IsRunner(pod) {
-		owned, status := pl.ownedRunner(ctx, pod)
-		if status != nil {
-			return nil, status
-		}
-		if owned {
-			if status := pl.sizeRunner(ctx, pod, s); status != nil {
-				return nil, status
-			}
-		}
-	} else if _, annotated := pod.Annotations[contract.WorkflowRequestsAnnotation]; annotated && s.kind == kindOther {
-		klog.FromContext(ctx).V(2).Info("Pod carries the workflow size annotation but is not a runner; ignoring it", "pod", klog.KObj(pod))
-		pl.feeder.WarnOnce(pod, contract.ReasonIgnoredAnnotation, "Scheduling",
-			fmt.Sprintf("Annotation %s ignored: the pod is not a runner of profile %s (it does not match runnerSelector, or its namespace is not one of runnerNamespaces)", contract.WorkflowRequestsAnnotation, pl.profile.Name))
-	}
-	if (s.kind == kindOther || s.kind == kindRunner) && pl.store.Empty() && !pl.feeder.AnyNominated() {
+	s := &cycleState{kind: v.Kind, runner: v.Runner, own: v.Reservation,
+		workflow: v.Workflow, source: v.Source, step: v.Step, ports: v.Ports, hookMode: v.HookMode,
+		releases: pl.room.Releases()}
+	if (s.kind == kindOther || s.kind == kindRunner) && pl.room.NoneHeld() {
 		if s.kind == kindOther && !ownsFit {
 			pl.signed.Store(&signedPod{pod: pod})
 			return nil, fwk.NewStatus(fwk.Skip)
@@ -303,6 +289,10 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	s.rejected = &atomic.Bool{}
 	cs.Write(stateKey, s)
 	pl.signed.Store(&signedPod{pod: pod, s: s})
+	var result *fwk.PreFilterResult
+	if v.PinnedTo != "" {
+		result = &fwk.PreFilterResult{NodeNames: sets.New(v.PinnedTo)}
+	}
 	return result, nil
 }
 
@@ -312,161 +302,6 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 type signedPod struct {
 	pod *v1.Pod
 	s   *cycleState
-}
-
-// awaitRebuild holds the first cycles until the informer handlers have
-// rebuilt the reservations recorded on runner pods and the first reconcile
-// has run: it uses up reservations whose workflow pod finished before a
-// restart. It returns
-// nil once they have.
-func (pl *WorkflowReservation) awaitRebuild(ctx context.Context, pod *v1.Pod) *fwk.Status {
-	logger := klog.FromContext(ctx)
-	if !pl.feeder.Synced() {
-		logger.V(2).Info("Waiting for reservations to be rebuilt before scheduling", "pod", klog.KObj(pod))
-		if !cache.WaitForCacheSync(ctx.Done(), pl.feeder.Synced) {
-			return fwk.AsStatus(errors.New("reservations were not rebuilt from runner pods"))
-		}
-	}
-	select {
-	case <-pl.feeder.Reconciled():
-	default:
-		logger.V(2).Info("Waiting for the first reconcile of reservations before scheduling", "pod", klog.KObj(pod))
-		select {
-		case <-pl.feeder.Reconciled():
-		case <-ctx.Done():
-			return fwk.AsStatus(errors.New("reservations were not reconciled"))
-		}
-	}
-	return nil
-}
-
-// claimOf sets s for a pod that claims a reservation: a workflow pod
-// (kindWorkflow), or a container-step pod once its runner's workflow pod
-// claimed (kindStep). A pinned workflow pod is narrowed to its
-// reservation's node. A pod labelled as a workflow pod that claims nothing
-// is scheduled as an ordinary pod, and told why once.
-func (pl *WorkflowReservation) claimOf(ctx context.Context, pod *v1.Pod, s *cycleState) *fwk.PreFilterResult {
-	if runner, viaJob := pl.runnerNameOf(pod); runner != "" && viaJob {
-		// A container-step pod of hooks v0.7.0 (its Job names the runner).
-		key := types.NamespacedName{Namespace: pod.Namespace, Name: runner}
-		if r, found := pl.store.Get(key); found && !r.UsedUp() && r.Owns(pod) && r.ClaimedBy() != "" && !r.Step.IsZero() {
-			s.kind, s.runner, s.own = kindStep, key, r
-		}
-		return nil
-	}
-	runner, ok := pl.feeder.RunnerOf(pod)
-	if !ok {
-		return nil
-	}
-	r, found := pl.store.Get(runner)
-	why := ""
-	var result *fwk.PreFilterResult
-	switch {
-	case found && !r.UsedUp() && r.Owns(pod) && r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID && !r.Step.IsZero():
-		// The workflow pod claimed; later pods of the runner are its
-		// container steps (hooks v0.8 label them directly).
-		s.kind, s.runner, s.own = kindStep, runner, r
-	case !found:
-		why = "runner " + runner.String() + " holds no reservation"
-	case r.UsedUp():
-		why = "the reservation of runner " + runner.String() + " was used up"
-	case r.ClaimedBy() != "" && r.ClaimedBy() != pod.UID:
-		why = "the reservation of runner " + runner.String() + " was claimed by another workflow pod (uid " + string(r.ClaimedBy()) + ")"
-	case !r.Owns(pod):
-		why = "the pod was created before runner " + runner.String() + ": it belongs to an earlier runner of that name"
-	default:
-		s.kind, s.runner, s.own = kindWorkflow, runner, r
-		if contract.PinnedTo(pod, r.Node) {
-			result = &fwk.PreFilterResult{NodeNames: sets.New(r.Node)}
-		}
-	}
-	if why != "" {
-		klog.FromContext(ctx).V(2).Info("Workflow pod claims no reservation; scheduling it as an ordinary pod", "pod", klog.KObj(pod), "reason", why)
-		pl.feeder.WarnOnce(pod, contract.ReasonNoReservation, "Scheduling",
-			fmt.Sprintf("Scheduled as an ordinary pod: %s", why))
-	}
-	return result
-}
-
-// ownedRunner reports whether a pod matching the runner selector is a
-// runner: ARC's EphemeralRunners are not served, or the one of its name
-// controls it. A pod that no EphemeralRunner controls is scheduled as an
-// ordinary pod, and told so. It returns the status of a pod that must wait
-// until the EphemeralRunners show what it is: they are not looked up or
-// listed yet, or the one its controller reference names is not listed
-// (yet).
-func (pl *WorkflowReservation) ownedRunner(ctx context.Context, pod *v1.Pod) (bool, *fwk.Status) {
-	logger := klog.FromContext(ctx)
-	why := ""
-	switch pl.feeder.Ownership(pod) {
-	case controllers.OwnershipNoARC, controllers.OwnershipControlled:
-		return true, nil
-	case controllers.OwnershipNone:
-		logger.V(2).Info("Pod matches the runner selector but no EphemeralRunner controls it; scheduling it as an ordinary pod", "pod", klog.KObj(pod))
-		pl.feeder.WarnOnce(pod, contract.ReasonNotAnEphemeralRunner, "Scheduling",
-			fmt.Sprintf("Scheduled as an ordinary pod, with no room held for a workflow pod: it matches the runner selector of profile %s, but no EphemeralRunner of ARC controls it", pl.profile.Name))
-		return false, nil
-	case controllers.OwnershipUnknown:
-		why = "ARC's EphemeralRunners are not listed yet (tandem needs list and watch on ephemeralrunners.actions.github.com)"
-	default:
-		why = fmt.Sprintf("EphemeralRunner %s, which its owner reference names, is not listed (yet) with that UID", pod.Name)
-	}
-	// Retried when the EphemeralRunners are listed or this one arrives.
-	logger.V(2).Info("Runner waits for its EphemeralRunner", "pod", klog.KObj(pod), "why", why)
-	pl.feeder.Waiting().Add(pod)
-	if o := pl.feeder.Ownership(pod); o != controllers.OwnershipUnknown && o != controllers.OwnershipAwaited {
-		// Known since the check, maybe before the pod waited: the
-		// activation may have passed it by.
-		pl.handle.Activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
-	}
-	return false, fwk.NewStatus(fwk.Unschedulable, controllers.Truncate(fmt.Sprintf("runner %s waits: %s", klog.KObj(pod), why)))
-}
-
-// sizeRunner sets s for a runner (kindRunner) from its sizing sources. It
-// returns the status of a runner that must wait: its hook templates are not
-// listed yet, or its size is unknown and no default applies. A runner
-// without any source is scheduled without a reservation, and told so.
-func (pl *WorkflowReservation) sizeRunner(ctx context.Context, pod *v1.Pod, s *cycleState) *fwk.Status {
-	logger := klog.FromContext(ctx)
-	sz := pl.profile.Sizer.Size(pod)
-	if sz.NotListed != nil {
-		// Retried once the namespace is listed (activateWhenListed) or
-		// its template arrives (onConfigMap).
-		logger.V(2).Info("Runner waits for its namespace's hook templates to be listed", "pod", klog.KObj(pod), "err", sz.NotListed)
-		pl.feeder.Waiting().Add(pod)
-		if pl.profile.Sizer.Listed(pod.Namespace) {
-			// Listed since the check, maybe before the runner waited:
-			// activateWhenListed and the ConfigMap events may have
-			// passed it by. The pod is in flight; the queue records the
-			// activation and requeues it, after its backoff, when this
-			// cycle ends.
-			pl.handle.Activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
-		}
-		return fwk.NewStatus(fwk.Unschedulable, controllers.Truncate(fmt.Sprintf("runner %s: %v", klog.KObj(pod), sz.NotListed)))
-	}
-	for _, p := range sz.Problems {
-		logger.V(2).Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
-		pl.feeder.Warn(pod, contract.ReasonInvalidWorkflowSize, "Scheduling", p.Error())
-	}
-	if sz.Notice != "" {
-		logger.V(2).Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.Notice)
-		pl.feeder.Warn(pod, contract.ReasonIncompleteHookTemplate, "Scheduling", sz.Notice)
-	}
-	switch {
-	case !sz.Workflow.IsZero():
-		s.kind, s.workflow, s.source = kindRunner, sz.Workflow, sz.Source
-		s.step, s.ports, s.hookMode = sz.Step, sz.Ports, sizing.HookMode(pod)
-	case sz.Intended:
-		// Retried as soon as its hook template's ConfigMap changes.
-		pl.feeder.Waiting().Add(pod)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, controllers.Truncate(fmt.Sprintf(
-			"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.Problems))))
-	default:
-		logger.V(2).Info("Runner has no workflow size source; scheduling it without a reservation", "pod", klog.KObj(pod))
-		pl.feeder.Warn(pod, contract.ReasonNoWorkflowSize, "Scheduling",
-			fmt.Sprintf("No workflow pod size known: set annotation %s, a hook template with resources, or defaultWorkflowRequests; scheduled without a reservation", contract.WorkflowRequestsAnnotation))
-	}
-	return nil
 }
 
 // Filter counts the room reserved on the node (other than the pod's own
@@ -533,14 +368,14 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if s.rejected != nil && s.rejected.Load() {
-		if pl.feeder.Waiting().TurnedAway(pod, s.releases) {
+		if pl.room.TurnedAway(pod, s.releases) {
 			klog.FromContext(ctx).V(4).Info("Reserved room was freed during the pod's scheduling cycle; activating it", "pod", klog.KObj(pod))
 			pl.handle.Activate(klog.FromContext(ctx), map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
 		}
 		if s.kind == kindRunner && pl.pairPods {
 			// Some node turned the runner away for its workflow pod only:
 			// an autoscaler would judge the runner schedulable there.
-			pl.feeder.PairPods().Ask(pod, controllers.PairPodFor(pod, s.request, s.workflow, append(append([]contract.HostPort(nil), s.hostPorts...), s.ports...), pl.profile.PlaceholderImage))
+			pl.room.AskPairRoom(pod, s.request, s.workflow, append(append([]contract.HostPort(nil), s.hostPorts...), s.ports...))
 		}
 	}
 	logger := klog.FromContext(ctx)
@@ -553,11 +388,11 @@ func (pl *WorkflowReservation) PostFilter(ctx context.Context, cs fwk.CycleState
 			"runner %s needs %s and its workflow pod %s (from %s); no node has room for both",
 			klog.KObj(pod), s.request, s.workflow, s.source))
 	case kindWorkflow:
-		if hold := pl.feeder.Placeholders().Of(s.runner, s.own.RunnerUID); hold != nil && !pl.handover() {
+		if hold := pl.room.Placeholder(s.runner, s.own.RunnerUID); hold != nil && !pl.handover() {
 			// The stock Fit counts the placeholder: it is being deleted
 			// (tandem-webhook, or the worker nudged here), and its delete
 			// requeues the pod.
-			pl.feeder.Placeholders().Check(s.runner.Namespace, s.runner.Name, s.own.RunnerUID)
+			pl.room.CheckPlaceholder(s.runner, s.own.RunnerUID)
 			logger.V(4).Info("Workflow pod waits for its runner's placeholder to yield", "pod", klog.KObj(pod), "runner", s.runner, "placeholder", klog.KObj(hold))
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 				"workflow pod of runner %s waits for placeholder %s, which holds its room on node %s, to be deleted",
@@ -671,7 +506,6 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 			Runner:        runner,
 			RunnerUID:     pod.UID,
 			RunnerCreated: pod.CreationTimestamp.Time,
-			Stale:         pl.staleWorkflowPods(ctx, pod),
 			Node:          nodeName,
 			Size:          s.workflow,
 			Step:          s.step,
@@ -679,11 +513,9 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 			Source:        s.source,
 			HookMode:      s.hookMode,
 			ReservedAt:    time.Now(),
-			StaleJob:      pl.feeder.StaleJobOf(runner),
 		}
-		pl.store.Take(taken)
+		pl.room.Take(ctx, pod, taken)
 		s.taken = taken
-		pl.feeder.RecordMetrics()
 		if loggerV := logger.V(4); loggerV.Enabled() {
 			loggerV.Info("Assumed workflow reservation", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String())
 		}
@@ -692,42 +524,14 @@ func (pl *WorkflowReservation) Reserve(ctx context.Context, cs fwk.CycleState, p
 		// workflow pod that another node suited better) it is an ordinary
 		// pod, and the room stays held for the runner: whoever may create
 		// pods in the namespace may label one with the runner's name.
-		s.claimed, s.wasUsedUp = pl.store.Claim(s.runner, s.own.RunnerUID, pod.UID, nodeName)
+		s.claimed, s.wasUsedUp = pl.room.Claim(s.runner, s.own.RunnerUID, pod.UID, nodeName)
 		if !s.claimed && nodeName != s.own.Node {
 			logger.V(2).Info("Workflow pod scheduled to another node than its runner's reservation; it claims nothing", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName, "reservedNode", s.own.Node)
-			pl.feeder.WarnOnce(pod, contract.ReasonNoReservation, "Scheduling",
+			pl.room.WarnOnce(pod, contract.ReasonNoReservation, "Scheduling",
 				fmt.Sprintf("Scheduled to node %s, not to node %s where runner %s's room is reserved: it claims nothing, and the room stays held for the runner", nodeName, s.own.Node, s.runner.Name))
-			return nil
 		}
-		pl.feeder.RecordMetrics()
 	}
 	return nil
-}
-
-// staleWorkflowPods returns the UIDs of the pods labelled as workflow pods of
-// runner when its reservation is taken: they belong to an earlier runner of
-// the same name. Only those not created before the runner, at most
-// contract.MaxStaleWorkflowPods: the hold rule already tells the earlier
-// ones by their creation time.
-func (pl *WorkflowReservation) staleWorkflowPods(ctx context.Context, runner *v1.Pod) []types.UID {
-	var out []types.UID
-	for _, p := range pl.feeder.WorkflowPods(types.NamespacedName{Namespace: runner.Namespace, Name: runner.Name}) {
-		if p.CreationTimestamp.Before(&runner.CreationTimestamp) {
-			continue // not the runner's by its creation time (Facts.Owns)
-		}
-		if len(out) == contract.MaxStaleWorkflowPods {
-			// Anyone who may create pods in the namespace can label as many
-			// as they like with the runner's name, and the record must fit
-			// the Binding: beyond the bound, one of them may claim.
-			klog.FromContext(ctx).Info("More pods labelled as this runner's workflow pods than a record keeps; the others may claim its reservation", "runner", klog.KObj(runner), "kept", len(out))
-			pl.feeder.WarnOnce(runner, contract.ReasonTooManyWorkflowPods, "Scheduling",
-				fmt.Sprintf("More than %d pods labelled %s=%s existed before this runner was bound; the reservation records the first %d as not its workflow pod, and one of the others may claim its room",
-					contract.MaxStaleWorkflowPods, pl.profile.RunnerPodLabel, runner.Name, contract.MaxStaleWorkflowPods))
-			break
-		}
-		out = append(out, p.UID)
-	}
-	return out
 }
 
 // Unreserve undoes Reserve; it is idempotent. It leaves alone what the
@@ -747,11 +551,8 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 		}
 		// Only the reservation this cycle took, and only while the
 		// informer has not shown it bound.
-		if pl.store.Return(s.taken) {
+		if pl.room.Return(s.taken) {
 			logger.V(4).Info("Returned workflow reservation", "runner", klog.KObj(pod), "node", s.taken.Node)
-			metrics.Releases.WithLabelValues(pl.profile.Name, metrics.ReleaseUnreserved, "false").Inc()
-			// A placeholder Bind created goes with it.
-			pl.feeder.Placeholders().Check(pod.Namespace, pod.Name, pod.UID)
 		} else if r, ok := pl.store.Get(key); ok && r.RunnerUID == pod.UID {
 			logger.V(2).Info("Binding reported a failure but the runner is bound; keeping its reservation", "runner", klog.KObj(pod), "node", r.Node)
 		}
@@ -759,13 +560,8 @@ func (pl *WorkflowReservation) Unreserve(ctx context.Context, cs fwk.CycleState,
 		if !s.claimed {
 			return
 		}
-		pl.store.Unclaim(s.runner, pod.UID, s.wasUsedUp)
-		// Holding again: a placeholder deleted at Permit comes back.
-		pl.feeder.Placeholders().Unyield(s.runner, s.own.RunnerUID)
-	default:
-		return
+		pl.room.Unclaim(s.runner, s.own.RunnerUID, pod.UID, s.wasUsedUp)
 	}
-	pl.feeder.RecordMetrics()
 }
 
 // permitTimeout bounds the wait for a placeholder's delete.
@@ -777,22 +573,19 @@ const permitTimeout = 30 * time.Second
 // informer, and binding next to it would take its room twice.
 func (pl *WorkflowReservation) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	s, err := getCycleState(cs)
-	if err != nil || s.kind != kindWorkflow || pl.feeder.Placeholders() == nil {
-		return nil, 0
-	}
-	if !s.claimed {
+	if err != nil || s.kind != kindWorkflow || !s.claimed {
 		return nil, 0 // this cycle did not claim: nothing to hand over
 	}
-	if !pl.mayHavePlaceholder(s) {
+	if !pl.room.MayHavePlaceholder(s.runner, s.own.RunnerUID) {
 		return nil, 0
 	}
 	// Before Permit returns: an Unreserve of this cycle comes after it.
-	pl.feeder.Placeholders().StartYield(s.own.RunnerUID)
+	pl.room.StartYield(s.own.RunnerUID)
 	logger := klog.FromContext(ctx)
 	go func() {
 		ctx, cancel := context.WithTimeout(pl.lifetime, permitTimeout)
 		defer cancel()
-		hold, err := pl.feeder.Placeholders().Yield(ctx, s.runner, s.own.RunnerUID)
+		hold, err := pl.room.Yield(ctx, s.runner, s.own.RunnerUID)
 		// The framework registers the waiting pod once Permit returns.
 		var waiting fwk.WaitingPod
 		_ = wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
@@ -835,8 +628,17 @@ func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod 
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if pl.profile.ReservationMode == config.ReservationModePods {
-		pl.placeholderBeforeBinding(ctx, pod, &r)
+	if pl.mode == config.ReservationModePods {
+		// Through the scheduler's own client: bindings and placeholders
+		// share the budget the operator gave the scheduler, two writes per
+		// runner, and the room is held on the node for the kubelet, other
+		// schedulers and autoscalers from the moment the runner is bound.
+		// A create that fails is the placeholder worker's to retry once the
+		// runner shows bound.
+		if err := pl.room.PlaceBeforeBinding(ctx, pl.handle.ClientSet(), pod, &r); err != nil {
+			klog.FromContext(ctx).V(2).Info("Cannot create the placeholder before the runner's binding; the placeholder worker retries once it is bound",
+				"runner", klog.KObj(pod), "node", r.Node, "err", err)
+		}
 	}
 	binding := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
@@ -858,26 +660,6 @@ func (pl *WorkflowReservation) Bind(ctx context.Context, cs fwk.CycleState, pod 
 	return nil
 }
 
-// placeholderBeforeBinding creates the runner's placeholder (reservationMode
-// Pods) before its Binding, through the scheduler's own client: bindings
-// and placeholders share the budget the operator gave the scheduler, two
-// writes per runner, and the room is held on the node for the kubelet,
-// other schedulers and autoscalers from the moment the runner is bound. A
-// create that fails is the placeholder worker's to retry once the runner
-// shows bound.
-func (pl *WorkflowReservation) placeholderBeforeBinding(ctx context.Context, pod *v1.Pod, r *reservations.Reservation) {
-	hold, _ := r.Holds(contract.RunnerPods{})
-	hold.Pods = 0
-	if hold.IsZero() {
-		return
-	}
-	want := controllers.PlaceholderFor(pod, r.Node, hold, pl.profile.PlaceholderImage)
-	if err := pl.feeder.Placeholders().CreateForBind(ctx, pl.handle.ClientSet(), pod, want); err != nil {
-		klog.FromContext(ctx).V(2).Info("Cannot create the placeholder before the runner's binding; the placeholder worker retries once it is bound",
-			"runner", klog.KObj(pod), "node", r.Node, "err", err)
-	}
-}
-
 // PostBind reports the reservation taken or claimed.
 func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
 	s, err := getCycleState(cs)
@@ -895,14 +677,14 @@ func (pl *WorkflowReservation) PostBind(ctx context.Context, cs fwk.CycleState, 
 			logger.Info("Reserved room for the workflow pod", "runner", klog.KObj(pod), "node", nodeName, "size", s.workflow.String(), "source", s.source,
 				"stepRequests", s.step.String(), "hostPorts", portList(s.ports), "hookMode", s.hookMode)
 		}
-		pl.feeder.RoutineEvent(pod, contract.ReasonReserved, "Reserve", func() string { return reservedNote(s, nodeName) })
+		pl.room.RoutineEvent(pod, contract.ReasonReserved, "Reserve", func() string { return reservedNote(s, nodeName) })
 	case kindWorkflow:
 		if !s.claimed {
 			return // it claimed nothing (scheduled to another node, or claimed by another)
 		}
-		pl.feeder.ObserveClaim(pl.profile.Name, s.own)
+		pl.room.Claimed(s.own)
 		logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", s.runner, "node", nodeName)
-		pl.feeder.RoutineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
+		pl.room.RoutineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
 			return fmt.Sprintf("Claimed the reservation of runner %s on node %s", s.runner.Name, nodeName)
 		})
 	}
@@ -919,7 +701,7 @@ func (pl *WorkflowReservation) warnBoundElsewhere(ctx context.Context, pod *v1.P
 	warnBinderOrder.Do(func() {
 		logger.Error(nil, "Another bind plugin bound a runner before WorkflowReservation: reservations are not recorded on runner pods and a restart or leader change loses them; enable WorkflowReservation at the bind extension point, ahead of DefaultBinder", "runner", klog.KObj(pod))
 	})
-	pl.feeder.Warn(pod, contract.ReasonNotRecorded, "Bind",
+	pl.room.Warn(pod, contract.ReasonNotRecorded, "Bind",
 		fmt.Sprintf("Bound by another bind plugin: the reservation on node %s is not recorded on the pod (enable WorkflowReservation at the bind extension point)", nodeName))
 }
 

@@ -2,6 +2,7 @@ package workflowreservation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/tandem-scheduler/tandem/contract"
+	"github.com/tandem-scheduler/tandem/pkg/controllers"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
@@ -507,7 +509,7 @@ func TestBindCommittedButReportedFailed(t *testing.T) {
 	pl, _ := newTestPlugin(t, defaultArgs(), false)
 	cs := reserveRunner(t, pl, runner, "n1")
 
-	pl.feeder.OnPod(logger, boundWithRecord(t, pl, runner, "n1"))
+	feederOf(pl).OnPod(logger, boundWithRecord(t, pl, runner, "n1"))
 	pl.Unreserve(ctx, cs, runner, "n1")
 	if r, ok := pl.store.Get(key("r1")); !ok || r.Node != "n1" {
 		t.Fatalf("after Unreserve of a runner the informer shows bound: reservation %+v (found %v), want it kept on n1", r, ok)
@@ -530,9 +532,9 @@ func TestWorkflowUnreserveKeepsObservedClaim(t *testing.T) {
 	pl.Reserve(ctx, cs, wf, "n1")
 	bound := wf.DeepCopy()
 	bound.Spec.NodeName = "n1"
-	pl.feeder.OnPod(logger, bound)
+	feederOf(pl).OnPod(logger, bound)
 	bound.Status.Phase = v1.PodSucceeded
-	pl.feeder.OnPodDelete(logger, bound)
+	feederOf(pl).OnPodDelete(logger, bound)
 	pl.Unreserve(ctx, cs, wf, "n1")
 	if r, _ := pl.store.Get(key("r1")); !r.UsedUp() {
 		t.Errorf("reservation %+v holds room again after Unreserve; its workflow pod already ran", r)
@@ -549,7 +551,7 @@ func TestReserveKeepsBoundReservation(t *testing.T) {
 	pending := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
 	useListerOf(t, pl)
 	reserveRunner(t, pl, pending, "n1")
-	pl.feeder.OnPod(logger, boundWithRecord(t, pl, pending, "n1"))
+	feederOf(pl).OnPod(logger, boundWithRecord(t, pl, pending, "n1"))
 
 	cs := framework.NewCycleState()
 	if _, status := pl.PreFilter(ctx, cs, pending, nil); !status.IsSuccess() {
@@ -561,5 +563,82 @@ func TestReserveKeepsBoundReservation(t *testing.T) {
 	pl.Unreserve(ctx, cs, pending, "n2")
 	if r, ok := pl.store.Get(key("r1")); !ok || r.Node != "n1" {
 		t.Errorf("reservation %+v (found %v), want it kept on n1", r, ok)
+	}
+}
+
+// verdictOf is a Classifier that answers every pod with v: the plugin's
+// side of the seam, without the controllers behind it.
+type verdictOf struct {
+	controllers.Classifier
+	v controllers.Verdict
+}
+
+func (c verdictOf) Classify(context.Context, *v1.Pod) controllers.Verdict { return c.v }
+
+// PreFilter turns what the Classifier says into the cycle's status and
+// state, whatever the controllers behind it are.
+func TestPreFilterTakesTheClassifiersVerdict(t *testing.T) {
+	held := oneUnitReservation("r1")
+	tests := map[string]struct {
+		v         controllers.Verdict
+		wantCode  fwk.Code
+		wantMsg   string
+		wantKind  podKind
+		wantNodes sets.Set[string]
+	}{
+		"rebuild failed: an error": {
+			v: controllers.Verdict{Err: errors.New("not rebuilt")}, wantCode: fwk.Error, wantMsg: "not rebuilt",
+		},
+		"must wait: unschedulable, retried": {
+			v: controllers.Verdict{Wait: "runner arc/r1 waits"}, wantCode: fwk.Unschedulable, wantMsg: "runner arc/r1 waits",
+		},
+		"must wait for a change of its own: unresolvable": {
+			v:        controllers.Verdict{Wait: "size unknown", Unresolvable: true},
+			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: "size unknown",
+		},
+		"a runner: its pair is checked": {
+			v:        controllers.Verdict{Kind: controllers.Runner, Workflow: reservations.PodAmount(st.MakePod().Req(units("1")).Obj())},
+			wantKind: kindRunner,
+		},
+		"a pinned workflow pod: narrowed to its node": {
+			v:        controllers.Verdict{Kind: controllers.Workflow, Runner: held.Runner, Reservation: *held, PinnedTo: "n1"},
+			wantKind: kindWorkflow, wantNodes: sets.New("n1"),
+		},
+		"an unpinned workflow pod: every node": {
+			v:        controllers.Verdict{Kind: controllers.Workflow, Runner: held.Runner, Reservation: *held},
+			wantKind: kindWorkflow,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pl, _ := newTestPlugin(t, defaultArgs(), false)
+			pl.store.Take(oneUnitReservation("r0")) // no skipping: something is held
+			pl.pods = verdictOf{Classifier: pl.pods, v: tc.v}
+			cs := framework.NewCycleState()
+			result, status := pl.PreFilter(context.Background(), cs, st.MakePod().Namespace("arc").Name("p").UID("p").Obj(), nil)
+			if status.Code() != tc.wantCode || !strings.Contains(status.Message(), tc.wantMsg) {
+				t.Fatalf("status = %v %q, want %v containing %q", status.Code(), status.Message(), tc.wantCode, tc.wantMsg)
+			}
+			if tc.wantCode != fwk.Success {
+				if _, err := getCycleState(cs); err == nil {
+					t.Error("a pod turned away left a cycle state")
+				}
+				return
+			}
+			var nodes sets.Set[string]
+			if result != nil {
+				nodes = result.NodeNames
+			}
+			if !nodes.Equal(tc.wantNodes) {
+				t.Errorf("nodes = %v, want %v", sets.List(nodes), sets.List(tc.wantNodes))
+			}
+			s, err := getCycleState(cs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.kind != tc.wantKind || s.runner != tc.v.Runner || !s.workflow.Equal(tc.v.Workflow) {
+				t.Errorf("state kind %v runner %v workflow %v, want %v %v %v", s.kind, s.runner, s.workflow, tc.wantKind, tc.v.Runner, tc.v.Workflow)
+			}
+		})
 	}
 }

@@ -109,11 +109,9 @@ func (pl *WorkflowReservation) AddPod(ctx context.Context, cs fwk.CycleState, po
 		s.adjust.workflowRemoved = dropUID(s.adjust.workflowRemoved, r.RunnerUID)
 		return nil
 	}
-	if p.Spec.NodeName == "" && pl.feeder.Trusted(p) {
-		if sz := pl.profile.Sizer.Size(p); !sz.Workflow.IsZero() {
-			s.adjust.add(nodeInfo.Node().Name, sz.Workflow)
-			klog.FromContext(ctx).V(5).Info("Nominated runner's workflow room counted", "pod", klog.KObj(podToSchedule), "runner", klog.KObj(p), "node", nodeInfo.Node().Name, "size", sz.Workflow.String())
-		}
+	if room := pl.pods.NominatedRoom(p); !room.IsZero() {
+		s.adjust.add(nodeInfo.Node().Name, room)
+		klog.FromContext(ctx).V(5).Info("Nominated runner's workflow room counted", "pod", klog.KObj(podToSchedule), "runner", klog.KObj(p), "node", nodeInfo.Node().Name, "size", room.String())
 	}
 	return nil
 }
@@ -141,7 +139,7 @@ func (pl *WorkflowReservation) RemovePod(ctx context.Context, cs fwk.CycleState,
 // nodeInfo's node, claimed (or would claim, if the informer handler has not
 // caught up yet).
 func (pl *WorkflowReservation) reservationOfVictim(p *v1.Pod, nodeInfo fwk.NodeInfo) (reservations.Reservation, bool) {
-	runner, ok := pl.feeder.RunnerOf(p)
+	runner, ok := pl.pods.RunnerOf(p)
 	if !ok {
 		return reservations.Reservation{}, false
 	}

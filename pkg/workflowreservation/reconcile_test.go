@@ -22,7 +22,7 @@ func TestReconcileReleaseActivates(t *testing.T) {
 		t.Fatal("Filter let the pod take reserved room")
 	}
 	pl.PostFilter(ctx, cs, p, nil)
-	pl.feeder.Reconcile(ctx)
+	feederOf(pl).Reconcile(ctx)
 	// Once its backoff (1 s) is over.
 	eventually(t, "the pod is activated after the reconciler released the ghost's room", func() bool {
 		got := h.activatedPods()

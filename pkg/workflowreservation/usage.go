@@ -130,7 +130,7 @@ func (pl *WorkflowReservation) runnerPodsOn(n *reservations.NodeReservations, fs
 		}
 		name, key, viaJob := role.runner, role.key, false
 		if role.job != "" {
-			name, viaJob = pl.runnerOfJob(role.namespace, role.job, role.jobUID), true
+			name, viaJob = pl.pods.JobRunner(role.namespace, role.job, role.jobUID), true
 			key = reservations.RunnerKey(role.namespace, name)
 		}
 		if name == "" {
@@ -197,9 +197,9 @@ func (pl *WorkflowReservation) roleOf(pi fwk.PodInfo, p *v1.Pod) (podRole, bool)
 		role.runner = p.Annotations[contract.PlaceholderOfAnnotation]
 		role.controller = metav1.GetControllerOf(p).UID
 	default:
-		if name, ok := p.Labels[pl.profile.RunnerPodLabel]; ok {
+		if name, ok := p.Labels[pl.runnerPodLabel]; ok {
 			role.runner = name
-		} else if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Job" && pl.jobs != nil {
+		} else if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Job" && pl.jobsWatched {
 			role.job, role.jobUID = owner.Name, owner.UID
 		} else {
 			return podRole{}, false
@@ -208,33 +208,6 @@ func (pl *WorkflowReservation) roleOf(pi fwk.PodInfo, p *v1.Pod) (podRole, bool)
 	role.key = reservations.RunnerKey(role.namespace, role.runner)
 	role.amount = amountOfPodInfo(pi)
 	return role, true
-}
-
-// runnerOfJob returns the runner-pod label of the Job namespace/name with
-// uid, "" if there is none.
-func (pl *WorkflowReservation) runnerOfJob(namespace, name string, uid types.UID) string {
-	job, err := pl.jobs.Jobs(namespace).Get(name)
-	if err != nil || job.UID != uid {
-		return ""
-	}
-	return job.Labels[pl.profile.RunnerPodLabel]
-}
-
-// runnerNameOf returns the runner a pod belongs to: its runner-pod label,
-// or (viaJob) the label of the Job that owns it, as hooks v0.7.0 label their
-// container-step Jobs but not the Jobs' pods.
-func (pl *WorkflowReservation) runnerNameOf(p *v1.Pod) (name string, viaJob bool) {
-	if name, ok := p.Labels[pl.profile.RunnerPodLabel]; ok {
-		return name, false
-	}
-	if pl.jobs == nil {
-		return "", false
-	}
-	owner := metav1.GetControllerOf(p)
-	if owner == nil || owner.Kind != "Job" {
-		return "", false
-	}
-	return pl.runnerOfJob(p.Namespace, owner.Name, owner.UID), true
 }
 
 // podHostPorts returns the host ports pod asks for.

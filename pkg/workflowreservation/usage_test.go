@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
@@ -69,8 +67,7 @@ func TestWhatAReservationHolds(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			pl, _ := newTestPlugin(t, defaultArgs(), false)
-			useJobs(t, pl, stepJob)
+			pl, _ := newTestPlugin(t, defaultArgs(), true, stepJob)
 			r := withStep()
 			switch {
 			case tc.done:
@@ -196,8 +193,7 @@ func TestFilterStepsAndPorts(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			pl, _ := newTestPlugin(t, defaultArgs(), false)
-			useJobs(t, pl, stepJob)
+			pl, _ := newTestPlugin(t, defaultArgs(), true, stepJob)
 			if tc.res != nil {
 				pl.store.Take(tc.res)
 			}
@@ -226,18 +222,6 @@ func TestFilterStepsAndPorts(t *testing.T) {
 			}
 		})
 	}
-}
-
-// useJobs gives the plugin a Job lister holding jobs.
-func useJobs(t *testing.T, pl *WorkflowReservation, jobs ...*batchv1.Job) {
-	t.Helper()
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, j := range jobs {
-		if err := indexer.Add(j); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pl.jobs = batchlisters.NewJobLister(indexer)
 }
 
 // What a node's reservations hold is cached: the cache must follow the
