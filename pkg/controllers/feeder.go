@@ -23,6 +23,9 @@ import (
 
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/pairpod"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/placeholder"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/podworker"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing"
@@ -151,8 +154,8 @@ type Feeder struct {
 	running atomic.Bool
 	// pairPods keeps the pair pods of waiting runners, placeholders the
 	// placeholders of bound runners (both nil without informers).
-	pairPods     *PairPods
-	placeholders *Placeholders
+	pairPods     *pairpod.Controller
+	placeholders *placeholder.Controller
 	// gauges are the reservation gauges' series, looked up once
 	// (RecordMetrics runs in every runner's Reserve).
 	gauges atomic.Pointer[reservationGauges]
@@ -248,17 +251,17 @@ func (f *Feeder) join(ctx context.Context, c Cluster, p *Profile, hookTemplateNa
 	f.synced = latch(synced)
 	podIndexer := informers.Core().V1().Pods().Informer().GetIndexer()
 	writes := writeClient(logger, c)
-	f.pairPods = NewPairPods(writes, f.pods, podIndexer, f.leader,
+	f.pairPods = pairpod.New(writes, f.pods, podIndexer, f.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			if eventType == v1.EventTypeNormal {
 				f.RoutineEvent(pod, reason, "PairPod", func() string { return note }) // one per waiting runner
 				return
 			}
-			f.Event(pod, eventType, reason, "PairPod", note)
+			f.Event(pod, eventType, reason, "PairPod", Truncate(note))
 		})
-	f.placeholders = NewPlaceholders(writes, podIndexer, f.leader,
+	f.placeholders = placeholder.New(writes, podIndexer, f.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
-			f.Event(pod, eventType, reason, "Placeholder", note)
+			f.Event(pod, eventType, reason, "Placeholder", Truncate(note))
 		},
 		f.WantPlaceholder)
 	f.placeholders.HandOver = handOverClient(logger, c)
@@ -381,11 +384,11 @@ func (f *Feeder) Leader() *leadership.Leadership { return f.leader }
 func (f *Feeder) Waiting() *WaitingPods { return &f.waiting }
 
 // PairPods keeps the pair pods of waiting runners (nil without informers).
-func (f *Feeder) PairPods() *PairPods { return f.pairPods }
+func (f *Feeder) PairPods() *pairpod.Controller { return f.pairPods }
 
 // Placeholders keeps the placeholders of bound runners (nil without
 // informers).
-func (f *Feeder) Placeholders() *Placeholders { return f.placeholders }
+func (f *Feeder) Placeholders() *placeholder.Controller { return f.placeholders }
 
 // Pods lists the scheduler's pods (nil without informers).
 func (f *Feeder) Pods() corelisters.PodLister { return f.pods }
@@ -564,7 +567,7 @@ func (f *Feeder) FirstWarning(uid types.UID, reason string) bool {
 // the runner pod: one while its profile holds reservations with pods, the
 // runner is bound (or its binding is in flight) and its reservation waits
 // for a workflow pod.
-func (f *Feeder) WantPlaceholder(key RunnerKey) (*v1.Pod, *v1.Pod) {
+func (f *Feeder) WantPlaceholder(key podworker.RunnerKey) (*v1.Pod, *v1.Pod) {
 	runner, err := f.pods.Pods(key.Namespace).Get(key.Name)
 	if err != nil || runner.UID != key.UID {
 		return nil, nil
@@ -609,5 +612,5 @@ func (f *Feeder) WantPlaceholder(key RunnerKey) (*v1.Pod, *v1.Pod) {
 	if hold.IsZero() {
 		return runner, nil
 	}
-	return runner, PlaceholderFor(runner, r.Node, hold, owner.PlaceholderImage)
+	return runner, placeholder.For(runner, r.Node, hold, owner.PlaceholderImage)
 }

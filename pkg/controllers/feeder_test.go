@@ -234,7 +234,7 @@ func TestJoinWiresTheClients(t *testing.T) {
 		}
 		return typed.CoreV1().RESTClient().(*rest.RESTClient).GetRateLimiter()
 	}
-	writes, pairs, handOver := limiter("placeholders", f.placeholders.client), limiter("pair pods", f.pairPods.client), limiter("hand-over", f.placeholders.HandOver)
+	writes, pairs, handOver := limiter("placeholders", f.placeholders.Client()), limiter("pair pods", f.pairPods.Client()), limiter("hand-over", f.placeholders.HandOver)
 	if writes.QPS() != writeQPS || writes != pairs {
 		t.Errorf("placeholders' writes at %v/s, pair pods' through another limiter (%t): want one limiter at %v/s", writes.QPS(), writes != pairs, writeQPS)
 	}

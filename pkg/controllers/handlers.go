@@ -14,6 +14,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tandem-scheduler/tandem/contract"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/pairpod"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/placeholder"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 	"github.com/tandem-scheduler/tandem/pkg/sizing"
@@ -30,7 +32,7 @@ const workflowPodIndex = "tandem.dev/runner-pod"
 func (f *Feeder) registerHandlers(logger klog.Logger) (func() bool, error) {
 	informers := f.cluster.SharedInformerFactory()
 	podInformer := informers.Core().V1().Pods().Informer()
-	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: f.indexWorkflowPod, PairPodIndex: f.indexPairPod, PlaceholderIndex: f.indexPlaceholder}); err != nil {
+	if err := podInformer.AddIndexers(cache.Indexers{workflowPodIndex: f.indexWorkflowPod, pairpod.Index: f.indexPairPod, placeholder.Index: f.indexPlaceholder}); err != nil {
 		return nil, fmt.Errorf("indexing workflow pods: %w", err)
 	}
 	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -68,20 +70,20 @@ func (f *Feeder) mayBeOwn(pod *v1.Pod) bool {
 	return false
 }
 
-// indexPairPod is IndexPairPod for the pods that may be tandem's.
+// indexPairPod is pairpod.IndexFunc for the pods that may be tandem's.
 func (f *Feeder) indexPairPod(obj any) ([]string, error) {
 	if pod, ok := obj.(*v1.Pod); !ok || !contract.IsPairPod(pod) || !f.mayBeOwn(pod) {
 		return nil, nil
 	}
-	return IndexPairPod(obj)
+	return pairpod.IndexFunc(obj)
 }
 
-// indexPlaceholder is IndexPlaceholder for the pods that may be tandem's.
+// indexPlaceholder is placeholder.IndexFunc for the pods that may be tandem's.
 func (f *Feeder) indexPlaceholder(obj any) ([]string, error) {
 	if pod, ok := obj.(*v1.Pod); !ok || !contract.IsPlaceholder(pod) || !f.mayBeOwn(pod) {
 		return nil, nil
 	}
-	return IndexPlaceholder(obj)
+	return placeholder.IndexFunc(obj)
 }
 
 func (f *Feeder) indexWorkflowPod(obj any) ([]string, error) {

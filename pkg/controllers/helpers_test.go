@@ -21,6 +21,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/placeholder"
 	"github.com/tandem-scheduler/tandem/pkg/internal/tandemtest"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
@@ -144,7 +145,7 @@ func newTestFeeder(t *testing.T, opts ...feederOption) (*Feeder, *testCluster) {
 // placeholderOf builds runner's placeholder holding cpu on n1, as the worker
 // would.
 func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
-	p := PlaceholderFor(runner, "n1", contract.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), "pause:3.10")
+	p := placeholder.For(runner, "n1", contract.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), "pause:3.10")
 	p.UID = types.UID(p.Name)
 	return p
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/pairpod"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/placeholder"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
@@ -209,7 +211,7 @@ func (s *seams) Claimed(r reservations.Reservation) { s.f.ObserveClaim(s.p.Name,
 
 func (s *seams) AskPairRoom(runner *v1.Pod, request, workflow contract.Amount, ports []contract.HostPort) {
 	if s.f.pairPods != nil {
-		s.f.pairPods.Ask(runner, PairPodFor(runner, request, workflow, ports, s.p.PlaceholderImage))
+		s.f.pairPods.Ask(runner, pairpod.For(runner, request, workflow, ports, s.p.PlaceholderImage))
 	}
 }
 
@@ -253,7 +255,7 @@ func (s *seams) PlaceBeforeBinding(ctx context.Context, client clientset.Interfa
 	if hold.IsZero() || s.f.placeholders == nil {
 		return nil
 	}
-	return s.f.placeholders.CreateForBind(ctx, client, runner, PlaceholderFor(runner, r.Node, hold, s.p.PlaceholderImage))
+	return s.f.placeholders.CreateForBind(ctx, client, runner, placeholder.For(runner, r.Node, hold, s.p.PlaceholderImage))
 }
 
 func (s *seams) SetHandover(on bool) { s.p.handover.Store(on) }

@@ -2,7 +2,7 @@
 // workflow pod pinned to its runner's node before the pod is stored.
 //
 // In reservationMode Pods a held reservation is also a placeholder pod on the
-// runner's node (pkg/controllers, placeholder.go). The workflow pod of
+// runner's node (pkg/controllers/placeholder). The workflow pod of
 // hooks v0.7.0 is pinned there with spec.nodeName and bypasses every
 // scheduler: the kubelet would reject it (OutOfcpu) while the placeholder
 // still holds its room. This webhook, called on the creation of every pod

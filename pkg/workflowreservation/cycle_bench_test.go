@@ -28,7 +28,7 @@ import (
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
 	_ "github.com/tandem-scheduler/tandem/pkg/apis/config/scheme"
-	"github.com/tandem-scheduler/tandem/pkg/controllers"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/placeholder"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
 )
@@ -193,7 +193,7 @@ func newCycleCluster(b *testing.B, numNodes, held int, pods bool) *cycleCluster 
 		case i%2 == 0:
 			add(workflowPod(name).Namespace(cycleNamespace).Req(units("1")).Node(node).Obj())
 		case pods:
-			hold := controllers.PlaceholderFor(runner, node, size, "pause")
+			hold := placeholder.For(runner, node, size, "pause")
 			hold.UID = types.UID(hold.Name)
 			add(hold)
 		}

@@ -25,14 +25,15 @@ import (
 
 	"github.com/tandem-scheduler/tandem/contract"
 	configv1 "github.com/tandem-scheduler/tandem/pkg/apis/config/v1"
-	"github.com/tandem-scheduler/tandem/pkg/controllers"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/placeholder"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/podworker"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 )
 
 // placeholderOf builds runner's placeholder holding cpu on n1, as the worker
 // would.
 func placeholderOf(runner *v1.Pod, cpu string) *v1.Pod {
-	p := controllers.PlaceholderFor(runner, "n1", contract.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), configv1.DefaultPlaceholderImage)
+	p := placeholder.For(runner, "n1", contract.AmountFromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}), configv1.DefaultPlaceholderImage)
 	p.UID = types.UID(p.Name)
 	return p
 }
@@ -100,7 +101,7 @@ func TestPlaceholderHandoverAtPermit(t *testing.T) {
 	if !pl.handover() {
 		t.Fatal("a Pods profile without the stock NodeResourcesFit does not hand over at Permit")
 	}
-	if _, want := feederOf(pl).WantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil {
+	if _, want := feederOf(pl).WantPlaceholder(podworker.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil {
 		t.Fatal("the placeholder is not wanted while its workflow pod, scheduled by tandem, is pending")
 	}
 
@@ -220,7 +221,7 @@ func TestPlaceholderCreatedBeforeTheBinding(t *testing.T) {
 			cs := reserveRunner(t, pl, runner, "n1")
 			// The binding is in flight: the runner shows unbound, its
 			// reservation is assumed. The worker wants the placeholder.
-			if _, want := feederOf(pl).WantPlaceholder(controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil || want.Spec.NodeName != "n1" {
+			if _, want := feederOf(pl).WantPlaceholder(podworker.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}); want == nil || want.Spec.NodeName != "n1" {
 				t.Fatalf("while r1's binding is in flight the worker wants placeholder %v, want one on n1", want)
 			}
 			status := pl.Bind(ctx, cs, runner, "n1")
@@ -261,7 +262,7 @@ func TestUnpinnedPendingPodLeavesPlaceholderInPlace(t *testing.T) {
 		t.Fatal("the profile still hands over at Permit")
 	}
 	waitForPod(t, h, "r1-hold", func(p *v1.Pod) bool { return p != nil })
-	key := controllers.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}
+	key := podworker.RunnerKey{Namespace: "arc", Name: "r1", UID: runner.UID}
 	nn := types.NamespacedName{Namespace: "arc", Name: "r1"}
 	seen := func(n int) {
 		t.Helper()

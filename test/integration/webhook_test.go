@@ -63,7 +63,7 @@ func (e *env) startWebhookAs(client kubernetes.Interface) *webhook.Local {
 }
 
 // placeholder creates the placeholder of runner incarnation uid on node, as
-// tandem's leader does in reservationMode Pods (pkg/controllers, placeholder.go).
+// tandem's leader does in reservationMode Pods (pkg/controllers/placeholder).
 func (e *env) placeholder(runner string, uid types.UID, node, cpu string) *v1.Pod {
 	e.t.Helper()
 	return e.create(contract.PlaceholderName(runner), podSpec{

@@ -1,4 +1,7 @@
-package controllers
+// Package placeholder is the placeholder worker of reservationMode Pods: a
+// bound runner's reservation is also a pod on its node, created, replaced
+// and deleted here, yielding to the workflow pod.
+package placeholder
 
 import (
 	"context"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/apis/config"
+	"github.com/tandem-scheduler/tandem/pkg/controllers/podworker"
 	"github.com/tandem-scheduler/tandem/pkg/leadership"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
 	"github.com/tandem-scheduler/tandem/pkg/reservations"
@@ -51,8 +55,8 @@ type createdPod struct {
 // counts as there: the informer shows a create within moments.
 const createdTrust = 30 * time.Second
 
-// PlaceholderIndex indexes placeholders by "<namespace>/<runner>".
-const PlaceholderIndex = "tandem.dev/placeholder-of"
+// Index indexes placeholders by "<namespace>/<runner>".
+const Index = "tandem.dev/placeholder-of"
 
 // lostRecheck is how long a placeholder deleted by someone else waits
 // before it is recreated: tandem-webhook deletes it just before the
@@ -66,9 +70,9 @@ const lostRecheck = 2 * time.Second
 // as its runner lives.
 const maxLostBackoff = 5 * time.Minute
 
-// IndexPlaceholder indexes a placeholder by the runner whose reservation it
+// IndexFunc indexes a placeholder by the runner whose reservation it
 // holds.
-func IndexPlaceholder(obj any) ([]string, error) {
+func IndexFunc(obj any) ([]string, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok || !contract.IsPlaceholder(pod) {
 		return nil, nil
@@ -76,20 +80,20 @@ func IndexPlaceholder(obj any) ([]string, error) {
 	return []string{pod.Namespace + "/" + pod.Annotations[contract.PlaceholderOfAnnotation]}, nil
 }
 
-// Placeholders keeps each bound runner's placeholder in step with its
+// Controller keeps each bound runner's placeholder in step with its
 // reservation: one while the reservation waits for its workflow pod, none
 // once the workflow pod exists or the runner is gone. A worker on the
 // leader creates and deletes them; want says what a runner should have.
-type Placeholders struct {
+type Controller struct {
 	client   clientset.Interface
 	indexer  cache.Indexer
 	recorder func(pod *v1.Pod, eventType, reason, note string)
-	want     func(key RunnerKey) (runner, placeholder *v1.Pod)
+	want     func(key podworker.RunnerKey) (runner, placeholder *v1.Pod)
 	// HandOver is the client of Yield's reads and delete (client unless
 	// set): a workflow pod at Permit waits for them, so they must not queue
 	// behind the worker's creates in client's rate limit.
 	HandOver clientset.Interface
-	leaderQueue
+	podworker.Queue
 	// Recheck is lostRecheck (shorter in tests).
 	Recheck time.Duration
 	// Clock tells the time of losses and creates (a fake one in tests).
@@ -108,7 +112,7 @@ type Placeholders struct {
 	losses map[types.UID]int
 	// warned holds, by runner UID and reason, the runners told once that
 	// a placeholder cannot be created or was lost.
-	warned map[warnKey]bool
+	warned podworker.Warned
 	// creating holds, by runner UID, a create in flight: closed when it
 	// returns. created holds the placeholder a create returned until the
 	// informer shows it deleted: the informer may not show it yet.
@@ -119,28 +123,30 @@ type Placeholders struct {
 	yielding map[types.UID]bool
 }
 
-// NewPlaceholders returns the placeholders of bound runners, created and
+// Client is the client of the worker's creates and deletes.
+func (p *Controller) Client() clientset.Interface { return p.client }
+
+// New returns the placeholders of bound runners, created and
 // deleted through client on the leader only; want says what a runner's
 // placeholder should be (nil: none), recorder reports on a runner.
-func NewPlaceholders(client clientset.Interface, indexer cache.Indexer, leader *leadership.Leadership,
-	recorder func(*v1.Pod, string, string, string), want func(RunnerKey) (*v1.Pod, *v1.Pod)) *Placeholders {
-	return &Placeholders{
+func New(client clientset.Interface, indexer cache.Indexer, leader *leadership.Leadership,
+	recorder func(*v1.Pod, string, string, string), want func(podworker.RunnerKey) (*v1.Pod, *v1.Pod)) *Controller {
+	return &Controller{
 		client: client, HandOver: client, indexer: indexer, recorder: recorder, want: want,
-		leaderQueue: newLeaderQueue("tandem-placeholders", "placeholder", leader),
-		Recheck:     lostRecheck,
-		Clock:       clock.RealClock{},
-		deleting:    map[types.UID]types.UID{},
-		lost:        map[types.UID]time.Time{},
-		losses:      map[types.UID]int{},
-		warned:      map[warnKey]bool{},
-		creating:    map[types.UID]chan struct{}{},
-		created:     map[types.UID]createdPod{},
-		yielding:    map[types.UID]bool{},
+		Queue:    podworker.NewQueue("tandem-placeholders", "placeholder", leader),
+		Recheck:  lostRecheck,
+		Clock:    clock.RealClock{},
+		deleting: map[types.UID]types.UID{},
+		lost:     map[types.UID]time.Time{},
+		losses:   map[types.UID]int{},
+		creating: map[types.UID]chan struct{}{},
+		created:  map[types.UID]createdPod{},
+		yielding: map[types.UID]bool{},
 	}
 }
 
 // Enable turns the worker on if mode holds reservations with pods.
-func (p *Placeholders) Enable(mode string) {
+func (p *Controller) Enable(mode string) {
 	if p != nil && mode == config.ReservationModePods {
 		p.enabled.Store(true)
 	}
@@ -149,21 +155,21 @@ func (p *Placeholders) Enable(mode string) {
 // Check has the worker look at the placeholder of the runner incarnation:
 // in a scheduler with a Pods profile, or where placeholders exist (a
 // scheduler switched back to Memory deletes those it finds).
-func (p *Placeholders) Check(namespace, runner string, uid types.UID) {
-	if p == nil || uid == "" || !p.leader.IsLeader() {
+func (p *Controller) Check(namespace, runner string, uid types.UID) {
+	if p == nil || uid == "" || !p.Leads() {
 		return
 	}
 	if !p.enabled.Load() {
-		if objs, err := p.indexer.ByIndex(PlaceholderIndex, namespace+"/"+runner); err != nil || len(objs) == 0 {
+		if objs, err := p.indexer.ByIndex(Index, namespace+"/"+runner); err != nil || len(objs) == 0 {
 			return
 		}
 	}
-	p.queue.Add(RunnerKey{Namespace: namespace, Name: runner, UID: uid})
+	p.Keys.Add(podworker.RunnerKey{Namespace: namespace, Name: runner, UID: uid})
 }
 
 // Observed has the worker look at a placeholder the informer shows. One
 // seen running ends its runner's backoff.
-func (p *Placeholders) Observed(pod *v1.Pod) {
+func (p *Controller) Observed(pod *v1.Pod) {
 	if p == nil || !contract.IsPlaceholder(pod) {
 		return
 	}
@@ -178,11 +184,11 @@ func (p *Placeholders) Observed(pod *v1.Pod) {
 // noteGoing notes a placeholder seen being deleted by someone else as a
 // possible loss: it is recreated only after lostRecheck, by when the
 // workflow pod it yields to (if that is why) is shown.
-func (p *Placeholders) noteGoing(pod *v1.Pod) {
+func (p *Controller) noteGoing(pod *v1.Pod) {
 	owner := metav1.GetControllerOf(pod).UID
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.lost[owner]; !ok && p.deleting[pod.UID] == "" && p.leader.IsLeader() {
+	if _, ok := p.lost[owner]; !ok && p.deleting[pod.UID] == "" && p.Leads() {
 		p.lost[owner] = p.Clock.Now()
 	}
 }
@@ -190,7 +196,7 @@ func (p *Placeholders) noteGoing(pod *v1.Pod) {
 // Gone notes a placeholder deleted: by this worker, or lost (evicted,
 // preempted by another scheduler, rejected by the kubelet, deleted by
 // tandem-webhook for its workflow pod).
-func (p *Placeholders) Gone(pod *v1.Pod) {
+func (p *Controller) Gone(pod *v1.Pod) {
 	if p == nil || !contract.IsPlaceholder(pod) {
 		return
 	}
@@ -201,7 +207,7 @@ func (p *Placeholders) Gone(pod *v1.Pod) {
 	}
 	if p.deleting[pod.UID] != "" {
 		delete(p.deleting, pod.UID)
-	} else if _, ok := p.lost[owner]; !ok && p.leader.IsLeader() {
+	} else if _, ok := p.lost[owner]; !ok && p.Leads() {
 		p.lost[owner] = p.Clock.Now()
 	}
 	p.mu.Unlock()
@@ -210,7 +216,7 @@ func (p *Placeholders) Gone(pod *v1.Pod) {
 
 // Of returns the placeholder of the runner incarnation the informer shows,
 // if any.
-func (p *Placeholders) Of(runner types.NamespacedName, uid types.UID) *v1.Pod {
+func (p *Controller) Of(runner types.NamespacedName, uid types.UID) *v1.Pod {
 	if all := p.allOf(runner, uid); len(all) > 0 {
 		return all[0]
 	}
@@ -220,11 +226,11 @@ func (p *Placeholders) Of(runner types.NamespacedName, uid types.UID) *v1.Pod {
 // allOf returns the placeholders of the runner incarnation the informer
 // shows: one, unless the worker made a second under another name while the
 // first was not shown yet.
-func (p *Placeholders) allOf(runner types.NamespacedName, uid types.UID) []*v1.Pod {
+func (p *Controller) allOf(runner types.NamespacedName, uid types.UID) []*v1.Pod {
 	if p == nil {
 		return nil
 	}
-	objs, err := p.indexer.ByIndex(PlaceholderIndex, runner.Namespace+"/"+runner.Name)
+	objs, err := p.indexer.ByIndex(Index, runner.Namespace+"/"+runner.Name)
 	if err != nil {
 		return nil
 	}
@@ -240,7 +246,7 @@ func (p *Placeholders) allOf(runner types.NamespacedName, uid types.UID) []*v1.P
 // StartYield stops creates for the runner incarnation: its workflow pod is
 // at Permit. Permit calls it before it returns, so that an Unreserve
 // (unyield) always comes after it.
-func (p *Placeholders) StartYield(uid types.UID) {
+func (p *Controller) StartYield(uid types.UID) {
 	p.mu.Lock()
 	p.yielding[uid] = true
 	p.mu.Unlock()
@@ -250,7 +256,7 @@ func (p *Placeholders) StartYield(uid types.UID) {
 // which is at Permit (startYield): a create in flight is waited for, and
 // one the informer does not show yet is found through what the create
 // returned, or asked of the apiserver.
-func (p *Placeholders) Yield(ctx context.Context, runner types.NamespacedName, uid types.UID) (*v1.Pod, error) {
+func (p *Controller) Yield(ctx context.Context, runner types.NamespacedName, uid types.UID) (*v1.Pod, error) {
 	p.mu.Lock()
 	done := p.creating[uid]
 	p.mu.Unlock()
@@ -270,7 +276,7 @@ func (p *Placeholders) Yield(ctx context.Context, runner types.NamespacedName, u
 	if len(holds) == 0 {
 		// One the informer does not show and this replica did not create
 		// (the previous leader's, just before it went): ask the apiserver.
-		live, err := PlaceholdersOf(ctx, p.HandOver, runner, uid)
+		live, err := List(ctx, p.HandOver, runner, uid)
 		if err != nil || len(live) == 0 {
 			return nil, err
 		}
@@ -284,10 +290,10 @@ func (p *Placeholders) Yield(ctx context.Context, runner types.NamespacedName, u
 	return holds[0], nil
 }
 
-// PlaceholdersOf asks the apiserver for the placeholders of the runner
+// List asks the apiserver for the placeholders of the runner
 // incarnation uid: its pods labelled as placeholders that name runner and
 // are controlled by it, whatever their names, and not being deleted.
-func PlaceholdersOf(ctx context.Context, client clientset.Interface, runner types.NamespacedName, uid types.UID) ([]*v1.Pod, error) {
+func List(ctx context.Context, client clientset.Interface, runner types.NamespacedName, uid types.UID) ([]*v1.Pod, error) {
 	list, err := client.CoreV1().Pods(runner.Namespace).List(ctx, metav1.ListOptions{LabelSelector: contract.PlaceholderLabel + "=true"})
 	if err != nil {
 		return nil, err
@@ -304,7 +310,7 @@ func PlaceholdersOf(ctx context.Context, client clientset.Interface, runner type
 
 // Unyield lets the runner have a placeholder again: its workflow pod's
 // scheduling cycle failed after Permit.
-func (p *Placeholders) Unyield(runner types.NamespacedName, uid types.UID) {
+func (p *Controller) Unyield(runner types.NamespacedName, uid types.UID) {
 	if p == nil {
 		return
 	}
@@ -314,36 +320,19 @@ func (p *Placeholders) Unyield(runner types.NamespacedName, uid types.UID) {
 	p.Check(runner.Namespace, runner.Name, uid)
 }
 
-// warnKey is a runner incarnation and an event reason.
-type warnKey struct {
-	uid    types.UID
-	reason string
-}
-
-func (p *Placeholders) firstWarning(uid types.UID, reason string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k := warnKey{uid, reason}
-	if p.warned[k] {
-		return false
-	}
-	p.warned[k] = true
-	return true
-}
-
 // Run works the queue while this replica leads.
-func (p *Placeholders) Run(ctx context.Context) { p.work(ctx, p.sync) }
+func (p *Controller) Run(ctx context.Context) { p.Work(ctx, p.sync) }
 
 // sync makes the runner's placeholders what want says: one of the wanted
 // size on the runner's node, or none.
-func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
+func (p *Controller) sync(ctx context.Context, key podworker.RunnerKey) error {
 	logger := klog.FromContext(ctx)
 	p.mu.Lock()
 	inFlight := p.creating[key.UID] != nil
 	p.mu.Unlock()
 	if inFlight {
 		// Bind creates it (CreateForBind): look again once it returned.
-		p.queue.AddAfter(key, createdRecheck)
+		p.Keys.AddAfter(key, createdRecheck)
 		return nil
 	}
 	runner, want := p.want(key)
@@ -366,9 +355,7 @@ func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
 				delete(p.deleting, uid) // its delete event will not come, or does not matter
 			}
 		}
-		delete(p.warned, warnKey{key.UID, contract.ReasonPlaceholderLost})
-		delete(p.warned, warnKey{key.UID, contract.ReasonPlaceholderFailed})
-		delete(p.warned, warnKey{key.UID, contract.ReasonPlaceholderNameTaken})
+		p.warned.Forget(key.UID, contract.ReasonPlaceholderLost, contract.ReasonPlaceholderFailed, contract.ReasonPlaceholderNameTaken)
 	}
 	p.mu.Unlock()
 	if going && !have {
@@ -382,7 +369,7 @@ func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
 		backoff := lostBackoff(p.Recheck, p.losses[key.UID])
 		p.mu.Unlock()
 		if wait := backoff - p.Clock.Since(lostAt); wait > 0 {
-			p.queue.AddAfter(key, wait) // the workflow pod may be on its way
+			p.Keys.AddAfter(key, wait) // the workflow pod may be on its way
 			return nil
 		}
 		p.mu.Lock()
@@ -391,10 +378,10 @@ func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
 		p.mu.Unlock()
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderLost).Inc()
 		logger.Info("Placeholder was removed by someone else; recreating it", "runner", klog.KObj(runner), "pod", klog.KRef(want.Namespace, want.Name), "node", want.Spec.NodeName)
-		if p.firstWarning(key.UID, contract.ReasonPlaceholderLost) {
-			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderLost, Truncate(fmt.Sprintf(
+		if p.warned.First(key.UID, contract.ReasonPlaceholderLost) {
+			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderLost, fmt.Sprintf(
 				"Placeholder %s holding the workflow pod's room on node %s was removed by someone else (evicted, preempted or rejected by the kubelet); recreating it. Until it runs, other schedulers and the kubelet may take the room",
-				want.Name, want.Spec.NodeName)))
+				want.Name, want.Spec.NodeName))
 		}
 	}
 	return p.create(ctx, key, runner, want)
@@ -404,9 +391,9 @@ func (p *Placeholders) sync(ctx context.Context, key RunnerKey) error {
 // of them if want is nil). have says one like want exists, shown by the
 // informer or created by this worker and not shown yet; going that one is
 // being deleted.
-func (p *Placeholders) prune(ctx context.Context, key RunnerKey, runner, want *v1.Pod) (have, going bool, err error) {
+func (p *Controller) prune(ctx context.Context, key podworker.RunnerKey, runner, want *v1.Pod) (have, going bool, err error) {
 	logger := klog.FromContext(ctx)
-	pods, err := keyedPods(p.indexer, PlaceholderIndex, contract.IsPlaceholder, key, runner)
+	pods, err := podworker.KeyedPods(p.indexer, Index, contract.IsPlaceholder, key, runner)
 	if err != nil {
 		return false, false, err
 	}
@@ -417,7 +404,7 @@ func (p *Placeholders) prune(ctx context.Context, key RunnerKey, runner, want *v
 	if createdUID != nil {
 		uid = createdUID.UID
 	}
-	ownFirst(pods, uid, contract.PlaceholderName(key.Name))
+	podworker.OwnFirst(pods, uid, contract.PlaceholderName(key.Name))
 	for _, pod := range pods {
 		owner := metav1.GetControllerOf(pod).UID
 		if pod.DeletionTimestamp != nil {
@@ -434,7 +421,7 @@ func (p *Placeholders) prune(ctx context.Context, key RunnerKey, runner, want *v
 			continue
 		}
 		if want != nil && owner == key.UID && !have && pod.Spec.NodeName == want.Spec.NodeName &&
-			pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation] && holdsAsMuch(pod, want) {
+			pod.Annotations[contract.PlaceholderSizeAnnotation] == want.Annotations[contract.PlaceholderSizeAnnotation] && podworker.HoldsAsMuch(pod, want) {
 			have = true // one: a second (created under another name) goes
 			continue
 		}
@@ -475,7 +462,7 @@ const createdRecheck = 100 * time.Millisecond
 // (assumed, not bound) keeps the placeholder wanted (Feeder.WantPlaceholder);
 // if the bind fails, Unreserve has the worker delete it. A create that
 // fails is left to the worker, which retries once the runner shows bound.
-func (p *Placeholders) CreateForBind(ctx context.Context, client clientset.Interface, runner, want *v1.Pod) error {
+func (p *Controller) CreateForBind(ctx context.Context, client clientset.Interface, runner, want *v1.Pod) error {
 	if p == nil || want == nil {
 		return nil
 	}
@@ -486,7 +473,7 @@ func (p *Placeholders) CreateForBind(ctx context.Context, client clientset.Inter
 	if apierrors.IsAlreadyExists(err) {
 		// Its name is taken: the worker creates it under another now
 		// (WantPlaceholder wants it while the binding is in flight).
-		p.queue.Add(RunnerKey{Namespace: runner.Namespace, Name: runner.Name, UID: runner.UID})
+		p.Keys.Add(podworker.RunnerKey{Namespace: runner.Namespace, Name: runner.Name, UID: runner.UID})
 	}
 	if err != nil {
 		return err
@@ -501,7 +488,7 @@ func (p *Placeholders) CreateForBind(ctx context.Context, client clientset.Inter
 // client, unless a create is in flight or its workflow pod is at Permit
 // (nil, nil), and keeps what the create returned until the informer shows
 // it.
-func (p *Placeholders) createThrough(ctx context.Context, client clientset.Interface, uid types.UID, want *v1.Pod) (*v1.Pod, error) {
+func (p *Controller) createThrough(ctx context.Context, client clientset.Interface, uid types.UID, want *v1.Pod) (*v1.Pod, error) {
 	p.mu.Lock()
 	if p.yielding[uid] || p.creating[uid] != nil {
 		p.mu.Unlock()
@@ -523,7 +510,7 @@ func (p *Placeholders) createThrough(ctx context.Context, client clientset.Inter
 
 // create creates want, the runner's placeholder, unless its workflow pod is
 // at Permit.
-func (p *Placeholders) create(ctx context.Context, key RunnerKey, runner, want *v1.Pod) error {
+func (p *Controller) create(ctx context.Context, key podworker.RunnerKey, runner, want *v1.Pod) error {
 	logger := klog.FromContext(ctx)
 	created, err := p.createThrough(ctx, p.client, key.UID, want)
 	if created == nil && err == nil {
@@ -537,9 +524,9 @@ func (p *Placeholders) create(ctx context.Context, key RunnerKey, runner, want *
 			return err // the runner's own, not shown yet: look again
 		}
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderFailed).Inc()
-		if p.firstWarning(key.UID, contract.ReasonPlaceholderFailed) {
-			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderFailed, Truncate(fmt.Sprintf(
-				"Cannot create placeholder %s on node %s: %v; the reservation holds the room for tandem only", want.Name, want.Spec.NodeName, err)))
+		if p.warned.First(key.UID, contract.ReasonPlaceholderFailed) {
+			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderFailed, fmt.Sprintf(
+				"Cannot create placeholder %s on node %s: %v; the reservation holds the room for tandem only", want.Name, want.Spec.NodeName, err))
 		}
 		return err
 	}
@@ -557,18 +544,18 @@ func (p *Placeholders) create(ctx context.Context, key RunnerKey, runner, want *
 // terminal pods, so a placeholder the kubelet rejected or evicted still has
 // the name and nothing else deletes it. The runner's own, which the
 // informer does not show yet, returns exists.
-func (p *Placeholders) createRenamed(ctx context.Context, key RunnerKey, runner, want *v1.Pod, exists error) (*v1.Pod, error) {
+func (p *Controller) createRenamed(ctx context.Context, key podworker.RunnerKey, runner, want *v1.Pod, exists error) (*v1.Pod, error) {
 	logger := klog.FromContext(ctx)
-	old, taken := whoHasName(ctx, p.client, want, contract.IsPlaceholder, key.UID)
+	old, taken := podworker.WhoHasName(ctx, p.client, want, contract.IsPlaceholder, key.UID)
 	switch {
-	case taken == nameOwn:
+	case taken == podworker.NameOwn:
 		return nil, exists
-	case taken == nameSquatted:
+	case taken == podworker.NameSquatted:
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderNameTaken).Inc()
 		logger.Info("A pod that is not tandem's has the placeholder's name; creating it under another", "pod", klog.KObj(old), "runner", klog.KObj(runner))
-		if p.firstWarning(key.UID, contract.ReasonPlaceholderNameTaken) {
-			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderNameTaken, Truncate(fmt.Sprintf(
-				"Pod %s, which tandem did not create, has the name of this runner's placeholder; the placeholder gets a generated name", old.Name)))
+		if p.warned.First(key.UID, contract.ReasonPlaceholderNameTaken) {
+			p.recorder(runner, v1.EventTypeWarning, contract.ReasonPlaceholderNameTaken, fmt.Sprintf(
+				"Pod %s, which tandem did not create, has the name of this runner's placeholder; the placeholder gets a generated name", old.Name))
 		}
 	case contract.IsTerminal(old) && old.DeletionTimestamp == nil:
 		if err := p.delete(ctx, p.client, old); err != nil {
@@ -582,7 +569,7 @@ func (p *Placeholders) createRenamed(ctx context.Context, key RunnerKey, runner,
 		logger.V(2).Info("Deleted a placeholder the informer does not show", "pod", klog.KObj(old), "phase", old.Status.Phase, "runner", klog.KRef(key.Namespace, key.Name))
 		return nil, exists // the retry creates it anew under its name
 	}
-	created, err := p.createThrough(ctx, p.client, key.UID, withGeneratedName(want))
+	created, err := p.createThrough(ctx, p.client, key.UID, podworker.WithGeneratedName(want))
 	if created == nil && err == nil {
 		return nil, exists // its workflow pod came to Permit meanwhile
 	}
@@ -603,11 +590,11 @@ func lostBackoff(recheck time.Duration, losses int) time.Duration {
 }
 
 // delete deletes pod through client.
-func (p *Placeholders) delete(ctx context.Context, client clientset.Interface, pod *v1.Pod) error {
+func (p *Controller) delete(ctx context.Context, client clientset.Interface, pod *v1.Pod) error {
 	p.mu.Lock()
 	p.deleting[pod.UID] = metav1.GetControllerOf(pod).UID
 	p.mu.Unlock()
-	deleted, err := deleteNow(ctx, client, pod)
+	deleted, err := podworker.DeleteNow(ctx, client, pod)
 	if deleted {
 		metrics.PlaceholderPods.WithLabelValues(metrics.PlaceholderDeleted).Inc()
 	}
@@ -629,8 +616,8 @@ func (p *Placeholders) delete(ctx context.Context, client clientset.Interface, p
 
 // Sweep has the worker look at every placeholder and every reservation: a
 // restart or a failover lost the handlers' word. The reconciler calls it.
-func (p *Placeholders) Sweep(rs []reservations.Reservation) {
-	if p == nil || !p.leader.IsLeader() {
+func (p *Controller) Sweep(rs []reservations.Reservation) {
+	if p == nil || !p.Leads() {
 		return
 	}
 	if p.enabled.Load() {
@@ -638,8 +625,8 @@ func (p *Placeholders) Sweep(rs []reservations.Reservation) {
 			p.Check(r.Runner.Namespace, r.Runner.Name, r.RunnerUID)
 		}
 	}
-	for _, runner := range p.indexer.ListIndexFuncValues(PlaceholderIndex) {
-		objs, err := p.indexer.ByIndex(PlaceholderIndex, runner)
+	for _, runner := range p.indexer.ListIndexFuncValues(Index) {
+		objs, err := p.indexer.ByIndex(Index, runner)
 		if err != nil {
 			continue
 		}
@@ -651,13 +638,13 @@ func (p *Placeholders) Sweep(rs []reservations.Reservation) {
 	}
 }
 
-// PlaceholderFor builds the placeholder of runner on node: it requests what
+// For builds the placeholder of runner on node: it requests what
 // the reservation holds, with the runner's priority and tolerations. Not its
 // host ports: the stock NodePorts would then keep the workflow pod off the
 // node; tandem's accounting keeps holding them.
-func PlaceholderFor(runner *v1.Pod, node string, hold contract.Amount, image string) *v1.Pod {
+func For(runner *v1.Pod, node string, hold contract.Amount, image string) *v1.Pod {
 	requests := hold.ToList()
-	pod := holdingPod(runner, "hold", image, requests, nil)
+	pod := podworker.HoldingPod(runner, "hold", image, requests, nil)
 	pod.Name = contract.PlaceholderName(runner.Name)
 	pod.Labels = map[string]string{contract.PlaceholderLabel: "true"}
 	pod.Annotations = map[string]string{
