@@ -80,7 +80,7 @@ func (s *seams) Classify(ctx context.Context, pod *v1.Pod) Verdict {
 		}
 	} else if _, annotated := pod.Annotations[contract.WorkflowRequestsAnnotation]; annotated && v.Kind == Other {
 		klog.FromContext(ctx).V(2).Info("Pod carries the workflow size annotation but is not a runner; ignoring it", "pod", klog.KObj(pod))
-		s.f.WarnOnce(pod, contract.ReasonIgnoredAnnotation, "Scheduling",
+		s.f.warnOnce(pod, contract.ReasonIgnoredAnnotation, "Scheduling",
 			fmt.Sprintf("Annotation %s ignored: the pod is not a runner of profile %s (it does not match runnerSelector, or its namespace is not one of runnerNamespaces)", contract.WorkflowRequestsAnnotation, s.p.Name))
 	}
 	return v
@@ -125,7 +125,7 @@ func (s *seams) claimOf(ctx context.Context, pod *v1.Pod, v *Verdict) {
 		}
 		return
 	}
-	runner, ok := s.f.RunnerOf(pod)
+	runner, ok := s.f.runnerOf(pod)
 	if !ok {
 		return
 	}
@@ -152,7 +152,7 @@ func (s *seams) claimOf(ctx context.Context, pod *v1.Pod, v *Verdict) {
 	}
 	if why != "" {
 		klog.FromContext(ctx).V(2).Info("Workflow pod claims no reservation; scheduling it as an ordinary pod", "pod", klog.KObj(pod), "reason", why)
-		s.f.WarnOnce(pod, contract.ReasonNoReservation, "Scheduling",
+		s.f.warnOnce(pod, contract.ReasonNoReservation, "Scheduling",
 			fmt.Sprintf("Scheduled as an ordinary pod: %s", why))
 	}
 }
@@ -183,12 +183,12 @@ func (s *seams) runnerNameOf(p *v1.Pod) (name string, viaJob bool) {
 func (s *seams) ownedRunner(ctx context.Context, pod *v1.Pod, v *Verdict) bool {
 	logger := klog.FromContext(ctx)
 	why := ""
-	switch s.f.Ownership(pod) {
+	switch s.f.ownership(pod) {
 	case OwnershipNoARC, OwnershipControlled:
 		return true
 	case OwnershipNone:
 		logger.V(2).Info("Pod matches the runner selector but no EphemeralRunner controls it; scheduling it as an ordinary pod", "pod", klog.KObj(pod))
-		s.f.WarnOnce(pod, contract.ReasonNotAnEphemeralRunner, "Scheduling",
+		s.f.warnOnce(pod, contract.ReasonNotAnEphemeralRunner, "Scheduling",
 			fmt.Sprintf("Scheduled as an ordinary pod, with no room held for a workflow pod: it matches the runner selector of profile %s, but no EphemeralRunner of ARC controls it", s.p.Name))
 		return false
 	case OwnershipUnknown:
@@ -199,7 +199,7 @@ func (s *seams) ownedRunner(ctx context.Context, pod *v1.Pod, v *Verdict) bool {
 	// Retried when the EphemeralRunners are listed or this one arrives.
 	logger.V(2).Info("Runner waits for its EphemeralRunner", "pod", klog.KObj(pod), "why", why)
 	s.f.waiting.Add(pod)
-	if o := s.f.Ownership(pod); o != OwnershipUnknown && o != OwnershipAwaited {
+	if o := s.f.ownership(pod); o != OwnershipUnknown && o != OwnershipAwaited {
 		// Known since the check, maybe before the pod waited: the
 		// activation may have passed it by.
 		s.c.Activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
@@ -233,11 +233,11 @@ func (s *seams) sizeRunner(ctx context.Context, pod *v1.Pod, v *Verdict) {
 	}
 	for _, p := range sz.Problems {
 		logger.V(2).Info("Ignoring a broken workflow size source", "pod", klog.KObj(pod), "err", p)
-		s.f.Warn(pod, contract.ReasonInvalidWorkflowSize, "Scheduling", p.Error())
+		s.f.warn(pod, contract.ReasonInvalidWorkflowSize, "Scheduling", p.Error())
 	}
 	if sz.Notice != "" {
 		logger.V(2).Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.Notice)
-		s.f.Warn(pod, contract.ReasonIncompleteHookTemplate, "Scheduling", sz.Notice)
+		s.f.warn(pod, contract.ReasonIncompleteHookTemplate, "Scheduling", sz.Notice)
 	}
 	switch {
 	case !sz.Workflow.IsZero():
@@ -251,7 +251,7 @@ func (s *seams) sizeRunner(ctx context.Context, pod *v1.Pod, v *Verdict) {
 			"runner %s: the size of its workflow pod is unknown (%s) and no defaultWorkflowRequests is configured", klog.KObj(pod), joinErrors(sz.Problems)))
 	default:
 		logger.V(2).Info("Runner has no workflow size source; scheduling it without a reservation", "pod", klog.KObj(pod))
-		s.f.Warn(pod, contract.ReasonNoWorkflowSize, "Scheduling",
+		s.f.warn(pod, contract.ReasonNoWorkflowSize, "Scheduling",
 			fmt.Sprintf("No workflow pod size known: set annotation %s, a hook template with resources, or defaultWorkflowRequests; scheduled without a reservation", contract.WorkflowRequestsAnnotation))
 	}
 }
@@ -272,7 +272,7 @@ func (s *seams) staleWorkflowPods(ctx context.Context, runner *v1.Pod) []types.U
 			// as they like with the runner's name, and the record must fit
 			// the Binding: beyond the bound, one of them may claim.
 			klog.FromContext(ctx).Info("More pods labelled as this runner's workflow pods than a record keeps; the others may claim its reservation", "runner", klog.KObj(runner), "kept", len(out))
-			s.f.WarnOnce(runner, contract.ReasonTooManyWorkflowPods, "Scheduling",
+			s.f.warnOnce(runner, contract.ReasonTooManyWorkflowPods, "Scheduling",
 				fmt.Sprintf("More than %d pods labelled %s=%s existed before this runner was bound; the reservation records the first %d as not its workflow pod, and one of the others may claim its room",
 					contract.MaxStaleWorkflowPods, s.p.RunnerPodLabel, runner.Name, contract.MaxStaleWorkflowPods))
 			break

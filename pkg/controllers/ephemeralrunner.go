@@ -58,8 +58,8 @@ func (f *Feeder) watchJobs(ctx context.Context) {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	informer := factory.ForResource(contract.EphemeralRunnerResource)
 	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { f.OnEphemeralRunner(logger, obj, true) },
-		UpdateFunc: func(_, obj any) { f.OnEphemeralRunner(logger, obj, false) },
+		AddFunc:    func(obj any) { f.onEphemeralRunner(logger, obj, true) },
+		UpdateFunc: func(_, obj any) { f.onEphemeralRunner(logger, obj, false) },
 	}); err != nil {
 		logger.Error(err, "Registering the EphemeralRunner handler")
 		return
@@ -97,11 +97,11 @@ func (f *Feeder) ephemeralRunnersServed(logger klog.Logger) bool {
 	return false
 }
 
-// OnEphemeralRunner requeues the runner a new EphemeralRunner controls
+// onEphemeralRunner requeues the runner a new EphemeralRunner controls
 // (added), and starts the grace of a reservation whose runner took a job
 // that is not the one (if any) the EphemeralRunner showed when the
 // reservation was taken.
-func (f *Feeder) OnEphemeralRunner(logger klog.Logger, obj any, added bool) {
+func (f *Feeder) onEphemeralRunner(logger klog.Logger, obj any, added bool) {
 	er, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
@@ -140,10 +140,10 @@ func (f *Feeder) ReleaseWithoutWorkflowPod(logger klog.Logger, key types.Namespa
 	if !released {
 		return
 	}
-	f.RecordMetrics()
+	f.recordMetrics()
 	f.countRelease(metrics.ReleaseNoWorkflowPod, false)
 	logger.V(2).Info("Released the reservation of a job without a workflow pod", "runner", key, "node", r.Node, "grace", f.noWorkflowPodGrace)
-	f.RoutineEvent(stub(r), contract.ReasonReleased, "Release", func() string {
+	f.routineEvent(stub(r), contract.ReasonReleased, "Release", func() string {
 		note := fmt.Sprintf("Released %s on node %s: the runner's job started %s ago and no workflow pod came (a job without a container)", r.Size.Sub(r.Step), r.Node, f.noWorkflowPodGrace)
 		if !r.Step.IsZero() {
 			note += fmt.Sprintf("; %s stays held for container-step pods", r.Step)
@@ -153,10 +153,10 @@ func (f *Feeder) ReleaseWithoutWorkflowPod(logger klog.Logger, key types.Namespa
 	f.activateAllWaiting(logger)
 }
 
-// StaleJobOf returns the job the runner's EphemeralRunner shows now, if the
+// staleJobOf returns the job the runner's EphemeralRunner shows now, if the
 // EphemeralRunners are watched: taken before the reservation, it is not
 // the reservation's.
-func (f *Feeder) StaleJobOf(runner types.NamespacedName) string {
+func (f *Feeder) staleJobOf(runner types.NamespacedName) string {
 	lister := f.ephemeralRunnerLister()
 	if lister == nil {
 		return ""

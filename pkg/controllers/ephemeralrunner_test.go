@@ -50,7 +50,7 @@ func TestJobWithoutContainerReleases(t *testing.T) {
 			}
 			counter := metrics.Releases.WithLabelValues("test", metrics.ReleaseNoWorkflowPod, "false")
 			before, _ := testutil.GetCounterMetricValue(counter)
-			f.OnEphemeralRunner(logger, withStatus(ephemeralRunner("r1", ""), tc.status), false)
+			f.onEphemeralRunner(logger, withStatus(ephemeralRunner("r1", ""), tc.status), false)
 			if tc.wantRelease {
 				eventually(t, "the reservation is released and counted", func() bool {
 					got, _ := f.store.Get(key("r1"))
@@ -104,7 +104,7 @@ func TestStaleJobRecorded(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
 	f, _ := newTestFeeder(t)
 	f.store.Rebuild(back)
-	f.OnEphemeralRunner(logger, &unstructured.Unstructured{Object: map[string]any{
+	f.onEphemeralRunner(logger, &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"namespace": "arc", "name": "r1"}, "status": map[string]any{"jobId": "j0"},
 	}}, false)
 	if got, _ := f.store.Get(key("r1")); !got.JobStarted().IsZero() {

@@ -48,7 +48,7 @@ type Profile struct {
 	Sizer *sizing.Sizer
 	// Recorder is the profile's event recorder.
 	Recorder events.EventRecorder
-	// ReservationEvents: the routine Normal events (RoutineEvent) are sent.
+	// ReservationEvents: the routine Normal events (routineEvent) are sent.
 	ReservationEvents bool
 	// ReservationMode is the args' reservationMode: with Pods, a bound
 	// runner's reservation is also a placeholder pod on its node.
@@ -157,7 +157,7 @@ type Feeder struct {
 	pairPods     *pairpod.Controller
 	placeholders *placeholder.Controller
 	// gauges are the reservation gauges' series, looked up once
-	// (RecordMetrics runs in every runner's Reserve).
+	// (recordMetrics runs in every runner's Reserve).
 	gauges atomic.Pointer[reservationGauges]
 
 	// mu guards what follows: the profiles join while the first one's
@@ -254,14 +254,14 @@ func (f *Feeder) join(ctx context.Context, c Cluster, p *Profile, hookTemplateNa
 	f.pairPods = pairpod.New(writes, f.pods, podIndexer, f.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
 			if eventType == v1.EventTypeNormal {
-				f.RoutineEvent(pod, reason, "PairPod", func() string { return note }) // one per waiting runner
+				f.routineEvent(pod, reason, "PairPod", func() string { return note }) // one per waiting runner
 				return
 			}
-			f.Event(pod, eventType, reason, "PairPod", Truncate(note))
+			f.event(pod, eventType, reason, "PairPod", Truncate(note))
 		})
 	f.placeholders = placeholder.New(writes, podIndexer, f.leader,
 		func(pod *v1.Pod, eventType, reason, note string) {
-			f.Event(pod, eventType, reason, "Placeholder", Truncate(note))
+			f.event(pod, eventType, reason, "Placeholder", Truncate(note))
 		},
 		f.WantPlaceholder)
 	f.placeholders.HandOver = handOverClient(logger, c)
@@ -313,7 +313,7 @@ func writeClient(logger klog.Logger, c Cluster) clientset.Interface {
 // Permit (a get and a delete at most per workflow pod the scheduler binds):
 // the scheduler's connection and budget with a rate limiter of its own. In
 // the writes' budget a workflow pod waited behind every placeholder create
-// queued before it: Churn in Pods mode ran at 0.47 of vanilla's throughput.
+// queued before it, and ChurnPodsMode's throughput collapsed.
 func handOverClient(logger klog.Logger, c Cluster) clientset.Interface {
 	return ownClient(logger, c, "tandem-handover", func(*rest.Config) {})
 }
@@ -358,8 +358,7 @@ func (f *Feeder) add(p *Profile) (first bool, err error) {
 // without asking again. PreFilter asks on every scheduling cycle, and an
 // informer's HasSynced takes the lock of its queue, which the informer holds
 // while it hands a batch of events to its handlers: in a busy cluster every
-// cycle waited behind the pod informer (1.6 ms on average, 37 ms at the
-// 99th percentile, in the Churn benchmark).
+// cycle waited behind the pod informer's batches.
 func latch(synced func() bool) func() bool {
 	var done atomic.Bool
 	return func() bool {
@@ -412,11 +411,11 @@ func (f *Feeder) ProfileOf(pod *v1.Pod) *Profile {
 	return f.profiles[pod.Spec.SchedulerName]
 }
 
-// Trusted reports whether a recorded reservation on pod may hold room: the
+// trusted reports whether a recorded reservation on pod may hold room: the
 // pod is a runner of a tandem profile of this scheduler, and no pod that
 // ARC's EphemeralRunners show is not theirs.
-func (f *Feeder) Trusted(pod *v1.Pod) bool {
-	return f.isRunner(pod) && f.Ownership(pod).MayHoldRoom()
+func (f *Feeder) trusted(pod *v1.Pod) bool {
+	return f.isRunner(pod) && f.ownership(pod).MayHoldRoom()
 }
 
 // isRunner reports whether pod is a runner of a tandem profile of this
@@ -426,8 +425,8 @@ func (f *Feeder) isRunner(pod *v1.Pod) bool {
 	return owner != nil && owner.IsRunner(pod)
 }
 
-// RunnerOf returns the runner a workflow pod names, if it carries the label.
-func (f *Feeder) RunnerOf(pod *v1.Pod) (types.NamespacedName, bool) {
+// runnerOf returns the runner a workflow pod names, if it carries the label.
+func (f *Feeder) runnerOf(pod *v1.Pod) (types.NamespacedName, bool) {
 	name, ok := pod.Labels[f.runnerPodLabel]
 	if !ok || name == "" {
 		return types.NamespacedName{}, false
@@ -455,41 +454,41 @@ func (f *Feeder) recorder(pod *v1.Pod) events.EventRecorder {
 	return f.firstProfile().Recorder
 }
 
-// Event records an event on pod if this replica leads.
-func (f *Feeder) Event(pod *v1.Pod, eventType, reason, action, note string) {
+// event records an event on pod if this replica leads.
+func (f *Feeder) event(pod *v1.Pod, eventType, reason, action, note string) {
 	if rec := f.recorder(pod); rec != nil {
 		rec.Eventf(pod, nil, eventType, reason, action, "%s", note)
 	}
 }
 
-// Warn sends a Warning event on pod (its note truncated to what an event
+// warn sends a Warning event on pod (its note truncated to what an event
 // keeps) if this replica leads.
-func (f *Feeder) Warn(pod *v1.Pod, reason, action, note string) {
-	f.Event(pod, v1.EventTypeWarning, reason, action, Truncate(note))
+func (f *Feeder) warn(pod *v1.Pod, reason, action, note string) {
+	f.event(pod, v1.EventTypeWarning, reason, action, Truncate(note))
 }
 
-// WarnOnce is Warn for a Warning that every retry of the pod would repeat:
+// warnOnce is Warn for a Warning that every retry of the pod would repeat:
 // the pod is told once per reason, by the leader.
-func (f *Feeder) WarnOnce(pod *v1.Pod, reason, action, note string) {
-	if f.leader.IsLeader() && f.FirstWarning(pod.UID, reason) {
-		f.Warn(pod, reason, action, note)
+func (f *Feeder) warnOnce(pod *v1.Pod, reason, action, note string) {
+	if f.leader.IsLeader() && f.firstWarning(pod.UID, reason) {
+		f.warn(pod, reason, action, note)
 	}
 }
 
-// RoutineEvent sends a Normal event that every job would produce (a
+// routineEvent sends a Normal event that every job would produce (a
 // reservation taken, claimed, released as planned; a pair pod created for a
 // waiting runner) if the pod's profile (else the first) has
 // reservationEvents on. Each is an API write, an Event with a TTL lease in
 // etcd, per job; the reservation is on the runner's record
 // (contract.ReservationAnnotation) whatever this says. note is built only
 // for an event that is sent.
-func (f *Feeder) RoutineEvent(pod *v1.Pod, reason, action string, note func() string) {
+func (f *Feeder) routineEvent(pod *v1.Pod, reason, action string, note func() string) {
 	owner := f.ProfileOf(pod)
 	if owner == nil {
 		owner = f.firstProfile()
 	}
 	if owner.ReservationEvents {
-		f.Event(pod, v1.EventTypeNormal, reason, action, Truncate(note()))
+		f.event(pod, v1.EventTypeNormal, reason, action, Truncate(note()))
 	}
 }
 
@@ -504,8 +503,8 @@ func (f *Feeder) setNominated(uid types.UID, nominated bool) {
 	}
 }
 
-// AnyNominated reports whether some runner is nominated and not bound.
-func (f *Feeder) AnyNominated() bool {
+// anyNominated reports whether some runner is nominated and not bound.
+func (f *Feeder) anyNominated() bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return len(f.nominated) > 0
@@ -548,9 +547,9 @@ func (f *Feeder) forget(uid types.UID) {
 	delete(f.warned, uid)
 }
 
-// FirstWarning reports whether the pod has not been sent a Warning with
+// firstWarning reports whether the pod has not been sent a Warning with
 // reason yet, and notes that it has now.
-func (f *Feeder) FirstWarning(uid types.UID, reason string) bool {
+func (f *Feeder) firstWarning(uid types.UID, reason string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.warned[uid][reason] {

@@ -91,7 +91,7 @@ func (f *Feeder) indexWorkflowPod(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	if runner, ok := f.RunnerOf(pod); ok {
+	if runner, ok := f.runnerOf(pod); ok {
 		return []string{runner.String()}, nil
 	}
 	return nil, nil
@@ -136,7 +136,7 @@ func (f *Feeder) labelledPods(runner types.NamespacedName) []*v1.Pod {
 		return nil
 	}
 	for _, p := range all {
-		if r, ok := f.RunnerOf(p); ok && r == runner {
+		if r, ok := f.runnerOf(p); ok && r == runner {
 			out = append(out, p)
 		}
 	}
@@ -144,7 +144,7 @@ func (f *Feeder) labelledPods(runner types.NamespacedName) []*v1.Pod {
 }
 
 // OnPod is the pod informer's add and update handler. It and the other
-// handlers (OnPodDelete, OnNodeDelete, OnEphemeralRunner) are exported for
+// handlers (OnPodDelete, OnNodeDelete; onEphemeralRunner) are exported for
 // the plugin's tests, which hand them objects in an order of their choosing.
 func (f *Feeder) OnPod(logger klog.Logger, obj any) {
 	pod, ok := obj.(*v1.Pod)
@@ -163,7 +163,7 @@ func (f *Feeder) OnPod(logger klog.Logger, obj any) {
 		}
 		return
 	}
-	if runner, ok := f.RunnerOf(pod); ok {
+	if runner, ok := f.runnerOf(pod); ok {
 		// A workflow pod exists: its runner's placeholder yields to it.
 		f.checkPlaceholder(runner)
 	}
@@ -184,10 +184,10 @@ func (f *Feeder) OnPod(logger klog.Logger, obj any) {
 	if _, ok := pod.Annotations[contract.ReservationAnnotation]; ok {
 		f.observeRunner(logger, pod)
 	}
-	if f.Trusted(pod) {
+	if f.trusted(pod) {
 		f.placeholders.Check(pod.Namespace, pod.Name, pod.UID) // bound: its placeholder comes
 	}
-	if runner, ok := f.RunnerOf(pod); ok {
+	if runner, ok := f.runnerOf(pod); ok {
 		f.observeWorkflow(logger, pod, runner)
 	}
 }
@@ -196,7 +196,7 @@ func (f *Feeder) OnPod(logger klog.Logger, obj any) {
 // runner. Only a runner of a tandem profile of this scheduler, whose record
 // was taken for this very pod, holds room.
 func (f *Feeder) observeRunner(logger klog.Logger, pod *v1.Pod) {
-	if !f.Trusted(pod) {
+	if !f.trusted(pod) {
 		logger.V(4).Info("Ignoring a recorded reservation on a pod that is not a runner of a tandem profile", "pod", klog.KObj(pod), "schedulerName", pod.Spec.SchedulerName)
 		return
 	}
@@ -219,11 +219,11 @@ func (f *Feeder) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	}
 	if err != nil {
 		logger.Error(err, "Cannot rebuild the reservation of a runner", "pod", klog.KObj(pod))
-		f.Warn(pod, contract.ReasonInvalidReservation, "Rebuild", err.Error())
+		f.warn(pod, contract.ReasonInvalidReservation, "Rebuild", err.Error())
 		return
 	}
 	f.store.Rebuild(r)
-	f.RecordMetrics()
+	f.recordMetrics()
 	logger.V(2).Info("Rebuilt reservation from runner pod", "runner", klog.KObj(pod), "node", r.Node, "size", r.Size.String())
 	// Informers deliver existing pods in any order: the workflow pod may
 	// have been seen before its runner.
@@ -261,10 +261,10 @@ func (f *Feeder) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.N
 	default:
 		return
 	}
-	f.ObserveClaim(f.firstProfile().Name, taken)
-	f.RecordMetrics()
+	f.observeClaim(f.firstProfile().Name, taken)
+	f.recordMetrics()
 	logger.V(2).Info("Workflow pod claimed its reservation", "pod", klog.KObj(pod), "runner", runner, "node", taken.Node)
-	f.RoutineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
+	f.routineEvent(pod, contract.ReasonClaimed, "Claim", func() string {
 		return fmt.Sprintf("Claimed the reservation of runner %s on node %s", runner.Name, taken.Node)
 	})
 	f.ActivateWaiting(logger)
@@ -277,11 +277,11 @@ func (f *Feeder) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.N
 // in the node's accounting, so the room is not counted twice). Elsewhere it
 // is an ordinary pod.
 func (f *Feeder) claimsNothingElsewhere(logger klog.Logger, pod *v1.Pod, runner types.NamespacedName, reserved string) {
-	if !f.leader.IsLeader() || !f.FirstWarning(pod.UID, contract.ReasonNoReservation) {
+	if !f.leader.IsLeader() || !f.firstWarning(pod.UID, contract.ReasonNoReservation) {
 		return // said once, by the leader
 	}
 	logger.V(2).Info("Pod labelled as a runner's workflow pod runs on another node than the runner's reservation; it claims nothing", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reservedNode", reserved)
-	f.Warn(pod, contract.ReasonNoReservation, "Claim", fmt.Sprintf(
+	f.warn(pod, contract.ReasonNoReservation, "Claim", fmt.Sprintf(
 		"Runs on node %s, not on node %s where runner %s's room is reserved: it claims nothing, and the room stays held for the runner's workflow pod", pod.Spec.NodeName, reserved, runner.Name))
 }
 
@@ -312,7 +312,7 @@ func (f *Feeder) onPodGone(logger klog.Logger, pod *v1.Pod, finished bool) {
 		f.pairPods.Check(pod) // gone: its pair pod goes
 		f.placeholders.Check(pod.Namespace, pod.Name, pod.UID)
 	}
-	if runner, ok := f.RunnerOf(pod); ok {
+	if runner, ok := f.runnerOf(pod); ok {
 		f.checkPlaceholder(runner)
 	}
 	freed := false
@@ -326,18 +326,18 @@ func (f *Feeder) onPodGone(logger klog.Logger, pod *v1.Pod, finished bool) {
 		f.countRelease(reason, r.ClaimedBy() != "")
 		logger.V(2).Info("Released reservation", "runner", klog.KObj(pod), "node", r.Node, "reason", reason)
 		if r.ClaimedBy() == "" {
-			f.RoutineEvent(pod, contract.ReasonReleased, "Release", func() string {
+			f.routineEvent(pod, contract.ReasonReleased, "Release", func() string {
 				return fmt.Sprintf("Released %s on node %s unclaimed: the runner %s", r.Size, r.Node, how)
 			})
 		}
 	}
-	if runner, ok := f.RunnerOf(pod); ok {
+	if runner, ok := f.runnerOf(pod); ok {
 		if f.store.WorkflowPodGone(runner, pod.UID) {
 			freed = true
 		}
 	}
 	if freed {
-		f.RecordMetrics()
+		f.recordMetrics()
 		f.ActivateWaiting(logger)
 	}
 }
@@ -368,10 +368,10 @@ func (f *Feeder) OnNodeDelete(logger klog.Logger, obj any) {
 		f.release(r.RunnerUID)
 		f.countRelease(metrics.ReleaseNodeDeleted, r.ClaimedBy() != "")
 		logger.V(2).Info("Released reservation", "runner", r.Runner, "node", r.Node, "reason", metrics.ReleaseNodeDeleted)
-		f.Event(stub(*r), v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Released %s: node %s was deleted", r.Size, r.Node))
+		f.event(stub(*r), v1.EventTypeNormal, contract.ReasonReleased, "Release", fmt.Sprintf("Released %s: node %s was deleted", r.Size, r.Node))
 	}
 	if len(gone) > 0 {
-		f.RecordMetrics()
+		f.recordMetrics()
 	}
 }
 

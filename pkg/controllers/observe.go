@@ -46,12 +46,12 @@ func (f *Feeder) speakWhenLeading(ctx context.Context) {
 		return
 	}
 	klog.FromContext(ctx).V(2).Info("Leading: exporting reservation metrics, reporting repairs", "reconcileInterval", f.reconcileEvery)
-	f.RecordMetrics()
+	f.recordMetrics()
 }
 
-// RecordMetrics sets the reservation gauges from the store's tally, if this
+// recordMetrics sets the reservation gauges from the store's tally, if this
 // replica leads.
-func (f *Feeder) RecordMetrics() {
+func (f *Feeder) recordMetrics() {
 	if !f.leader.IsLeader() {
 		return
 	}
@@ -68,7 +68,7 @@ func (f *Feeder) RecordMetrics() {
 	}
 }
 
-// reservationGauges are the series RecordMetrics sets on every call.
+// reservationGauges are the series recordMetrics sets on every call.
 type reservationGauges struct {
 	profile                 string
 	held, claimed, finished basemetrics.GaugeMetric
@@ -101,9 +101,9 @@ func (f *Feeder) reservationGauges() *reservationGauges {
 	return f.gauges.Load()
 }
 
-// ObserveClaim records how long r waited for its workflow pod, claimed in
+// observeClaim records how long r waited for its workflow pod, claimed in
 // profile.
-func (f *Feeder) ObserveClaim(profile string, r reservations.Reservation) {
+func (f *Feeder) observeClaim(profile string, r reservations.Reservation) {
 	if !r.ReservedAt.IsZero() && f.leader.IsLeader() {
 		metrics.ClaimDuration.WithLabelValues(profile).Observe(time.Since(r.ReservedAt).Seconds())
 	}

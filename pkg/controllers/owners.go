@@ -61,8 +61,8 @@ func (o Ownership) MayHoldRoom() bool {
 	return o == OwnershipUnknown || o == OwnershipNoARC || o == OwnershipControlled
 }
 
-// Ownership returns how pod stands with ARC's EphemeralRunners.
-func (f *Feeder) Ownership(pod *v1.Pod) Ownership {
+// ownership returns how pod stands with ARC's EphemeralRunners.
+func (f *Feeder) ownership(pod *v1.Pod) Ownership {
 	switch f.arc.Load() {
 	case arcAbsent:
 		return OwnershipNoARC
@@ -108,7 +108,7 @@ func (f *Feeder) releaseNotOwned(logger klog.Logger) {
 	freed := false
 	for _, r := range f.store.List() {
 		pod, err := f.pods.Pods(r.Runner.Namespace).Get(r.Runner.Name)
-		if err != nil || pod.UID != r.RunnerUID || pod.DeletionTimestamp != nil || f.Ownership(pod).MayHoldRoom() {
+		if err != nil || pod.UID != r.RunnerUID || pod.DeletionTimestamp != nil || f.ownership(pod).MayHoldRoom() {
 			continue // the reconciler's, if anything
 		}
 		if _, ok := f.store.Release(r.Runner, r.RunnerUID); ok {
@@ -117,7 +117,7 @@ func (f *Feeder) releaseNotOwned(logger klog.Logger) {
 		}
 	}
 	if freed {
-		f.RecordMetrics()
+		f.recordMetrics()
 	}
 }
 

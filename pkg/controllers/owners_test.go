@@ -73,10 +73,10 @@ func TestOwnership(t *testing.T) {
 			f := NewFeeder(nil)
 			listing(t, f, ephemeralRunner("r1", "er-r1"))
 			f.arc.Store(tc.arc)
-			if got := f.Ownership(tc.pod); got != tc.want {
+			if got := f.ownership(tc.pod); got != tc.want {
 				t.Errorf("Ownership = %v, want %v", got, tc.want)
 			}
-			if got, want := f.Ownership(tc.pod).MayHoldRoom(), tc.want != OwnershipNone && tc.want != OwnershipAwaited; got != want {
+			if got, want := f.ownership(tc.pod).MayHoldRoom(), tc.want != OwnershipNone && tc.want != OwnershipAwaited; got != want {
 				t.Errorf("MayHoldRoom = %v, want %v", got, want)
 			}
 		})
@@ -106,7 +106,7 @@ func TestListingReleasesWhatIsNotARunner(t *testing.T) {
 	}
 	f.UsePods(corelisters.NewPodLister(pods))
 	f.arc.Store(arcUnknown)
-	if !f.Trusted(forged) {
+	if !f.trusted(forged) {
 		t.Fatal("a runner's record is not trusted before the EphemeralRunners are listed: reservations would be lost at every restart")
 	}
 	waiting := ownedBy(runnerPod("r3").Obj(), "actions.github.com/v1alpha1", "EphemeralRunner", "r3", "er-r3")
@@ -127,7 +127,7 @@ func TestListingReleasesWhatIsNotARunner(t *testing.T) {
 	if _, ok := f.store.Get(types.NamespacedName{Namespace: "arc", Name: "r1"}); !ok {
 		t.Error("the ARC runner's reservation was released")
 	}
-	if f.Trusted(forged) {
+	if f.trusted(forged) {
 		t.Error("a pod no EphemeralRunner controls is trusted once they are listed")
 	}
 	if len(c.activated) != 1 || c.activated[0] != "arc/r3" {

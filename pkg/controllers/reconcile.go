@@ -106,7 +106,7 @@ func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reserva
 			return true
 		}
 		return false
-	case pod.DeletionTimestamp == nil && !f.Ownership(pod).MayHoldRoom():
+	case pod.DeletionTimestamp == nil && !f.ownership(pod).MayHoldRoom():
 		// Rebuilt before ARC's EphemeralRunners were listed. (ARC deletes
 		// a runner's pod before its EphemeralRunner; a pod being deleted
 		// may outlive it.)
@@ -186,7 +186,7 @@ func (f *Feeder) reconcileReservation(logger klog.Logger, r reservations.Reserva
 func (f *Feeder) markDone(r reservations.Reservation, uid types.UID) bool {
 	changed := f.store.WorkflowPodFinished(r.Runner, r.RunnerUID, uid)
 	if changed {
-		f.RecordMetrics()
+		f.recordMetrics()
 	}
 	return changed
 }
@@ -206,7 +206,7 @@ func (f *Feeder) warnUnrecorded(logger klog.Logger) {
 		return
 	}
 	for _, pod := range pods {
-		if pod.Spec.NodeName == "" || contract.IsTerminal(pod) || pod.DeletionTimestamp != nil || !f.Trusted(pod) {
+		if pod.Spec.NodeName == "" || contract.IsTerminal(pod) || pod.DeletionTimestamp != nil || !f.trusted(pod) {
 			continue
 		}
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
@@ -227,11 +227,11 @@ func (f *Feeder) warnUnrecorded(logger klog.Logger) {
 			}
 			why = fmt.Sprintf("carries an invalid reservation record (%v)", err)
 		}
-		if !f.leader.IsLeader() || !f.FirstWarning(pod.UID, contract.ReasonNotRecorded) {
+		if !f.leader.IsLeader() || !f.firstWarning(pod.UID, contract.ReasonNotRecorded) {
 			continue
 		}
 		logger.Info("Runner is bound without a valid reservation record; it holds no room", "runner", klog.KObj(pod), "node", pod.Spec.NodeName, "why", why)
-		f.Warn(pod, contract.ReasonNotRecorded, "Reconcile", fmt.Sprintf(
+		f.warn(pod, contract.ReasonNotRecorded, "Reconcile", fmt.Sprintf(
 			"Bound to node %s but %s: tandem did not bind it (pinned with nodeName, bound by another scheduler or bind plugin) or the record was removed, so no room is held for its workflow pod", pod.Spec.NodeName, why))
 	}
 }
@@ -242,7 +242,7 @@ func (f *Feeder) repaired(logger klog.Logger, pod *v1.Pod, kind, message string)
 	if f.leader.IsLeader() {
 		metrics.Repairs.WithLabelValues(f.firstProfile().Name, kind).Inc()
 	}
-	f.Warn(pod, contract.ReasonRepaired, "Reconcile", message)
+	f.warn(pod, contract.ReasonRepaired, "Reconcile", message)
 }
 
 // stub stands for a runner pod that is gone, as the object of an event.

@@ -144,7 +144,7 @@ var (
 	_ Holder     = &seams{}
 )
 
-func (s *seams) RunnerOf(pod *v1.Pod) (types.NamespacedName, bool) { return s.f.RunnerOf(pod) }
+func (s *seams) RunnerOf(pod *v1.Pod) (types.NamespacedName, bool) { return s.f.runnerOf(pod) }
 
 func (s *seams) JobRunner(namespace, name string, uid types.UID) string {
 	if s.jobs == nil {
@@ -158,7 +158,7 @@ func (s *seams) JobRunner(namespace, name string, uid types.UID) string {
 }
 
 func (s *seams) NominatedRoom(pod *v1.Pod) contract.Amount {
-	if pod.Spec.NodeName != "" || !s.f.Trusted(pod) {
+	if pod.Spec.NodeName != "" || !s.f.trusted(pod) {
 		return contract.Amount{}
 	}
 	return s.p.Sizer.Size(pod).Workflow
@@ -166,7 +166,7 @@ func (s *seams) NominatedRoom(pod *v1.Pod) contract.Amount {
 
 func (s *seams) Store() *reservations.Store { return s.f.store }
 
-func (s *seams) NoneHeld() bool { return s.f.store.Empty() && !s.f.AnyNominated() }
+func (s *seams) NoneHeld() bool { return s.f.store.Empty() && !s.f.anyNominated() }
 
 func (s *seams) Releases() uint64 { return s.f.waiting.Releases() }
 
@@ -174,9 +174,9 @@ func (s *seams) TurnedAway(pod *v1.Pod, since uint64) bool { return s.f.waiting.
 
 func (s *seams) Take(ctx context.Context, runner *v1.Pod, r *reservations.Reservation) {
 	r.Stale = s.staleWorkflowPods(ctx, runner)
-	r.StaleJob = s.f.StaleJobOf(r.Runner)
+	r.StaleJob = s.f.staleJobOf(r.Runner)
 	s.f.store.Take(r)
-	s.f.RecordMetrics()
+	s.f.recordMetrics()
 }
 
 func (s *seams) Return(r *reservations.Reservation) bool {
@@ -186,14 +186,14 @@ func (s *seams) Return(r *reservations.Reservation) bool {
 	metrics.Releases.WithLabelValues(s.p.Name, metrics.ReleaseUnreserved, "false").Inc()
 	// A placeholder Bind created goes with it.
 	s.CheckPlaceholder(r.Runner, r.RunnerUID)
-	s.f.RecordMetrics()
+	s.f.recordMetrics()
 	return true
 }
 
 func (s *seams) Claim(runner types.NamespacedName, runnerUID, pod types.UID, node string) (claimed, wasUsedUp bool) {
 	claimed, wasUsedUp = s.f.store.Claim(runner, runnerUID, pod, node)
 	if claimed {
-		s.f.RecordMetrics()
+		s.f.recordMetrics()
 	}
 	return claimed, wasUsedUp
 }
@@ -204,10 +204,10 @@ func (s *seams) Unclaim(runner types.NamespacedName, runnerUID, pod types.UID, w
 	if s.f.placeholders != nil {
 		s.f.placeholders.Unyield(runner, runnerUID)
 	}
-	s.f.RecordMetrics()
+	s.f.recordMetrics()
 }
 
-func (s *seams) Claimed(r reservations.Reservation) { s.f.ObserveClaim(s.p.Name, r) }
+func (s *seams) Claimed(r reservations.Reservation) { s.f.observeClaim(s.p.Name, r) }
 
 func (s *seams) AskPairRoom(runner *v1.Pod, request, workflow contract.Amount, ports []contract.HostPort) {
 	if s.f.pairPods != nil {
@@ -260,12 +260,12 @@ func (s *seams) PlaceBeforeBinding(ctx context.Context, client clientset.Interfa
 
 func (s *seams) SetHandover(on bool) { s.p.handover.Store(on) }
 
-func (s *seams) Warn(pod *v1.Pod, reason, action, note string) { s.f.Warn(pod, reason, action, note) }
+func (s *seams) Warn(pod *v1.Pod, reason, action, note string) { s.f.warn(pod, reason, action, note) }
 
 func (s *seams) WarnOnce(pod *v1.Pod, reason, action, note string) {
-	s.f.WarnOnce(pod, reason, action, note)
+	s.f.warnOnce(pod, reason, action, note)
 }
 
 func (s *seams) RoutineEvent(pod *v1.Pod, reason, action string, note func() string) {
-	s.f.RoutineEvent(pod, reason, action, note)
+	s.f.routineEvent(pod, reason, action, note)
 }
