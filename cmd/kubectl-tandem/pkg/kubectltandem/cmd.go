@@ -167,7 +167,7 @@ func (o *options) reservationsCommand() *cobra.Command {
 				if r.Phase == PhaseInvalid {
 					note := ""
 					if r.Resized {
-						note = "; " + resizedNote
+						note = "; " + holdsNothingNote
 					}
 					fmt.Fprintf(o.streams.ErrOut, "Warning: the reservation recorded on %s holds nothing: %s%s\n", r.key(), r.Invalid, note)
 				}

@@ -108,13 +108,15 @@ func TestExplainVerdict(t *testing.T) {
 			want: "bound to node n2 without a recorded reservation: tandem reserved nothing when it bound it (see its events: WorkflowSizeUnknown, WorkflowReservationNotRecorded); " +
 				"tandem holds no room for such a runner either (a WorkflowReservationNotRecorded Warning on it says so)",
 		},
-		"bound runner with a copied record, repaired by the reconciler": {
+		// Found in review (issue 40): the reconciler no longer sizes such a
+		// runner again; its repair events say what it released. explain
+		// quoted any repair as room held in the scheduler's memory.
+		"bound runner with a copied record, released by the reconciler": {
 			pod:      makePod("arc", "r3").runner().node("n2").record(contract.Recorded{Node: "n2", Requests: rl("cpu=1"), RunnerUID: "another"}).obj(),
-			events:   []Event{{Reason: "WorkflowReservationRepaired", Note: "Bound without a recorded reservation: holding cpu=1 on node n2 for its workflow pod from now on (size from default)"}},
+			events:   []Event{{Reason: "WorkflowReservationRepaired", Note: `Released: recorded for pod UID "another", not this pod (r3-uid)`}},
 			wantKind: KindRunner,
 			want: `bound to node n2; its recorded reservation holds nothing (recorded for pod UID "another", not this pod (r3-uid)): ` +
-				`tandem's reconciler repaired it: "Bound without a recorded reservation: holding cpu=1 on node n2 for its workflow pod from now on (size from default)"; ` +
-				"that room lives in the scheduler's memory only, and kubectl-tandem does not count it",
+				"tandem holds no room for such a runner either (a WorkflowReservationNotRecorded Warning on it says so)",
 		},
 		"workflow pod bigger than its reservation and the node's free room": {
 			pod:      makePod("arc", "r1-workflow").workflowOf("r1").req(rl("cpu=4")).nodeSelector(v1.LabelHostname, "n1").obj(),

@@ -127,9 +127,9 @@ func (AnnotationSource) Reservations(s *Snapshot) []Reservation {
 	return out
 }
 
-// resizedNote says what tandem does with a runner whose record is invalid,
+// holdsNothingNote says what tandem does with a runner whose record is invalid,
 // or that is bound without one.
-const resizedNote = "tandem holds no room for such a runner either (a WorkflowReservationNotRecorded Warning on it says so)"
+const holdsNothingNote = "tandem holds no room for such a runner either (a WorkflowReservationNotRecorded Warning on it says so)"
 
 func runnerKey(pod *v1.Pod) types.NamespacedName {
 	return types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}

@@ -170,9 +170,9 @@ func (e *Explanation) boundVerdict(s *Snapshot, pod *v1.Pod) string {
 		case r == nil && !s.rules.isTandem(pod):
 			return fmt.Sprintf("bound to node %s by %q, not tandem: nothing is reserved for its workflow pod", pod.Spec.NodeName, pod.Spec.SchedulerName)
 		case r == nil:
-			return fmt.Sprintf("bound to node %s without a recorded reservation: %s", pod.Spec.NodeName, e.resized("tandem reserved nothing when it bound it (see its events: WorkflowSizeUnknown, WorkflowReservationNotRecorded)"))
+			return fmt.Sprintf("bound to node %s without a recorded reservation: %s", pod.Spec.NodeName, holdsNothing("tandem reserved nothing when it bound it (see its events: WorkflowSizeUnknown, WorkflowReservationNotRecorded)"))
 		case r.Phase == PhaseInvalid && r.Resized:
-			return fmt.Sprintf("bound to node %s; its recorded reservation holds nothing (%s): %s", pod.Spec.NodeName, r.Invalid, e.resized(""))
+			return fmt.Sprintf("bound to node %s; its recorded reservation holds nothing (%s): %s", pod.Spec.NodeName, r.Invalid, holdsNothing(""))
 		case r.Phase == PhaseInvalid:
 			return fmt.Sprintf("bound to node %s; its recorded reservation holds nothing: %s", pod.Spec.NodeName, r.Invalid)
 		case r.Phase == PhaseHeld:
@@ -201,20 +201,15 @@ func (e *Explanation) boundVerdict(s *Snapshot, pod *v1.Pod) string {
 	return fmt.Sprintf("bound to node %s", pod.Spec.NodeName)
 }
 
-// resized says what tandem's reconciler holds for a bound runner of a
-// tandem profile without a valid record: what its latest repair event
-// says, else that it would size the runner again (before says what
-// happened before that, if anything).
-func (e *Explanation) resized(before string) string {
-	for i := len(e.Events) - 1; i >= 0; i-- {
-		if ev := e.Events[i]; ev.Reason == "WorkflowReservationRepaired" {
-			return fmt.Sprintf("tandem's reconciler repaired it: %q; that room lives in the scheduler's memory only, and kubectl-tandem does not count it", ev.Note)
-		}
-	}
+// holdsNothing says what tandem holds for a bound runner of a tandem
+// profile without a valid record: nothing, as the reconciler's Warning
+// says (before says what happened before that, if anything). Its repair
+// events on such a runner say what it released, not what it holds.
+func holdsNothing(before string) string {
 	if before != "" {
-		return before + "; " + resizedNote
+		return before + "; " + holdsNothingNote
 	}
-	return resizedNote
+	return holdsNothingNote
 }
 
 // earlier reports whether pod, labelled with its runner's name, belongs to
