@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,7 +29,7 @@ const (
 // Helm and kustomize render the same objects; the kustomize default adds
 // only the namespace.
 func TestChartAndKustomizeRenderTheSameObjects(t *testing.T) {
-	chart := byKey(renderChart(t))
+	chart := byKey(withoutHelmLabels(t, renderChart(t)))
 	base := byKey(kustomizeBuild(t, kustomizeBase))
 	if diff := cmp.Diff(chart, base); diff != "" {
 		t.Errorf("helm template and kustomize build differ (-helm,+kustomize):\n%s", diff)
@@ -43,6 +45,7 @@ func TestChartAndKustomizeRenderTheSameObjects(t *testing.T) {
 		configMapKey,
 		deploymentKey,
 		"PodDisruptionBudget/tandem-system/tandem-scheduler",
+		"ResourceQuota/tandem-system/tandem-scheduler-critical-pods",
 		"Role/arc-runners/tandem-scheduler-hook-templates",
 		"Role/arc-runners/tandem-scheduler-runners",
 		"Role/tandem-system/tandem-scheduler-leader-election",
@@ -324,4 +327,120 @@ func addMinor(t *testing.T, minor string, d int) string {
 		t.Fatalf("cannot read minor %q: %v", minor, err)
 	}
 	return fmt.Sprintf("%d.%d", major, m+d)
+}
+
+// helmLabels are Helm's standard labels, which the chart puts on every
+// object (not on pods) and the kustomize bases do not.
+var helmLabels = []string{"helm.sh/chart", "app.kubernetes.io/managed-by"}
+
+// withoutHelmLabels drops Helm's standard labels from objs, failing if an
+// object lacks one: what is left is what the kustomize bases render.
+func withoutHelmLabels(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		labels := o.GetLabels()
+		for _, l := range helmLabels {
+			if _, ok := labels[l]; !ok {
+				t.Errorf("%s/%s has no label %s", o.GetKind(), o.GetName(), l)
+			}
+			delete(labels, l)
+		}
+		o.SetLabels(labels)
+	}
+	return objs
+}
+
+// Issue 40: the values a platform team expects of a chart. Pods carry
+// podLabels and podAnnotations, not Helm's labels (a chart upgrade alone does
+// not roll them); featureGates and extraArgs follow the chart's flags; both
+// Deployments spread over zones unless told otherwise; the pods run at
+// system-cluster-critical, with a ResourceQuota that admits them where the
+// cluster limits that class, counting the webhook's replicas in Pods mode.
+func TestChartValues(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(`reservationMode: Pods
+featureGates: {SchedulerQueueingHints: true, OpportunisticBatching: false}
+extraArgs: ["--kube-api-qps=200"]
+podAnnotations: {example.com/owner: platform}
+podLabels: {team: ci}
+webhook:
+  extraArgs: ["--v=4"]
+  podLabels: {team: ci-webhook}
+  podAnnotations: {example.com/owner: platform}
+  topologySpreadConstraints: []
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs := byKey(renderChart(t, "--values", values))
+	d := object[appsv1.Deployment](t, objs, deploymentKey)
+	pod := d.Spec.Template
+	if pod.Labels["team"] != "ci" || pod.Annotations["example.com/owner"] != "platform" {
+		t.Errorf("scheduler pod labels %v, annotations %v: want podLabels and podAnnotations", pod.Labels, pod.Annotations)
+	}
+	for _, l := range helmLabels {
+		if _, ok := pod.Labels[l]; ok {
+			t.Errorf("scheduler pods carry Helm's label %s", l)
+		}
+		if _, ok := d.Labels[l]; !ok {
+			t.Errorf("the Deployment lacks Helm's label %s", l)
+		}
+	}
+	args := pod.Spec.Containers[0].Args
+	if want := []string{"--feature-gates=OpportunisticBatching=false,SchedulerQueueingHints=true", "--kube-api-qps=200"}; !slices.Equal(args[len(args)-2:], want) {
+		t.Errorf("scheduler args %q, want them to end with %q", args, want)
+	}
+	if got := pod.Spec.PriorityClassName; got != "system-cluster-critical" {
+		t.Errorf("scheduler priorityClassName %q, want system-cluster-critical", got)
+	}
+	if tsc := pod.Spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].TopologyKey != v1.LabelTopologyZone ||
+		tsc[0].WhenUnsatisfiable != v1.ScheduleAnyway || tsc[0].LabelSelector == nil || tsc[0].LabelSelector.MatchLabels["app.kubernetes.io/name"] != "tandem-scheduler" {
+		t.Errorf("scheduler topologySpreadConstraints %+v, want its replicas spread over zones, preferred", tsc)
+	}
+
+	w := object[appsv1.Deployment](t, objs, "Deployment/"+releaseNamespace+"/"+releaseName+"-webhook")
+	wpod := w.Spec.Template
+	if wpod.Labels["team"] != "ci-webhook" || wpod.Annotations["example.com/owner"] != "platform" {
+		t.Errorf("webhook pod labels %v, annotations %v: want webhook.podLabels and webhook.podAnnotations", wpod.Labels, wpod.Annotations)
+	}
+	if wargs := wpod.Spec.Containers[0].Args; wargs[len(wargs)-1] != "--v=4" {
+		t.Errorf("webhook args %q, want them to end with webhook.extraArgs", wargs)
+	}
+	if tsc := wpod.Spec.TopologySpreadConstraints; len(tsc) != 0 {
+		t.Errorf("webhook topologySpreadConstraints %+v, want none (set to [])", tsc)
+	}
+	if got := wpod.Spec.PriorityClassName; got != "system-cluster-critical" {
+		t.Errorf("webhook priorityClassName %q, want the scheduler's", got)
+	}
+
+	quota := object[v1.ResourceQuota](t, objs, "ResourceQuota/"+releaseNamespace+"/"+releaseName+"-critical-pods")
+	if got := quota.Spec.Hard.Pods().Value(); got != 8 {
+		t.Errorf("quota of critical pods %d, want 8: twice the two schedulers and the two webhooks", got)
+	}
+	if sel := quota.Spec.ScopeSelector; sel == nil || len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].ScopeName != v1.ResourceQuotaScopePriorityClass ||
+		!slices.Equal(sel.MatchExpressions[0].Values, []string{"system-cluster-critical"}) {
+		t.Errorf("quota scope %+v, want the priority class system-cluster-critical", sel)
+	}
+	if _, ok := byKey(renderChart(t, "--set", "priorityClassName="))["ResourceQuota/"+releaseNamespace+"/"+releaseName+"-critical-pods"]; ok {
+		t.Error("a quota for critical pods without a critical priority class")
+	}
+}
+
+// Issue 40: values.schema.json, which Helm enforces on install, upgrade and
+// template, turns a mistyped or misspelled value into an error naming it.
+func TestChartSchemaRefusesBadValues(t *testing.T) {
+	for set, want := range map[string]string{
+		"replicaCount=two":            "at '/replicaCount': got string, want integer",
+		"reservationMode=pods":        "at '/reservationMode': value must be one of 'Memory', 'Pods'",
+		"replicaCont=2":               "additional properties 'replicaCont' not allowed",
+		"extraArgs={v=4}":             "at '/extraArgs/0': 'v=4' does not match pattern '^--'",
+		"featureGates.SomeGate=maybe": "at '/featureGates/SomeGate': got string, want boolean",
+		"webhook.port=80":             "at '/webhook/port': minimum: got 80, want 1,024",
+	} {
+		args := []string{"--release", releaseName, "--namespace", releaseNamespace, "--set", set, repoPath(t, chartDir)}
+		if _, stderr, err := tryTool(t, "render-chart", args...); err == nil {
+			t.Errorf("--set %s rendered, want the schema's error", set)
+		} else if !strings.Contains(stderr, "values don't meet the specifications of the schema") || !strings.Contains(stderr, want) {
+			t.Errorf("--set %s: error %q, want the schema's, with %q", set, stderr, want)
+		}
+	}
 }

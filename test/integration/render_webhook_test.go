@@ -313,7 +313,7 @@ func TestChartPodsMode(t *testing.T) {
 // namespace) but the certificate: no Secret, no caBundle (the user brings
 // them).
 func TestKustomizePodsIsTheChartsPodsMode(t *testing.T) {
-	chart := byKey(renderChart(t, "--set", "reservationMode=Pods"))
+	chart := byKey(withoutHelmLabels(t, renderChart(t, "--set", "reservationMode=Pods")))
 	delete(chart, webhookSecretKey)
 	webhooks, _, err := unstructured.NestedSlice(chart[webhookConfigKey].Object, "webhooks")
 	if err != nil || len(webhooks) != 1 {

@@ -4,14 +4,72 @@
 {{- end -}}
 
 {{/*
-Labels on every object. No helm.sh/chart or managed-by label: the kustomize
-base in manifests/kustomize/base renders exactly the same objects.
+Labels on every object: the pods' (podLabels) and Helm's own. The kustomize
+base in manifests/kustomize/base renders the same objects without Helm's
+two (helm.sh/chart, app.kubernetes.io/managed-by).
 */}}
 {{- define "tandem-scheduler.labels" -}}
+{{ include "tandem-scheduler.commonLabels" . }}
+{{ include "tandem-scheduler.helmLabels" . }}
+{{- end -}}
+
+{{/* The labels every object and pod of the scheduler carries. */}}
+{{- define "tandem-scheduler.commonLabels" -}}
 {{ include "tandem-scheduler.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/component: scheduler
 app.kubernetes.io/part-of: tandem
+{{- end -}}
+
+{{/* Helm's standard labels, on objects, not on pods (a chart upgrade does not roll them). */}}
+{{- define "tandem-scheduler.helmLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Labels of the scheduler's pods: commonLabels and podLabels. */}}
+{{- define "tandem-scheduler.podLabels" -}}
+{{ include "tandem-scheduler.commonLabels" . }}
+{{- with .Values.podLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Arguments after the chart's own: --feature-gates from featureGates (a map,
+sorted by name), then extraArgs. .gates and .extra are the values.
+*/}}
+{{- define "tandem-scheduler.extraArgs" -}}
+{{- $gates := list -}}
+{{- range $name := keys .gates | sortAlpha -}}
+{{- $gates = append $gates (printf "%s=%t" $name (get $.gates $name)) -}}
+{{- end -}}
+{{- if $gates }}
+- --feature-gates={{ join "," $gates }}
+{{- end }}
+{{- range .extra }}
+- {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/*
+topologySpreadConstraints of a Deployment's pods: .constraints if set (an
+empty list: none), else its replicas spread over zones, preferred.
+.selector are its pods' selector labels.
+*/}}
+{{- define "tandem-scheduler.topologySpread" -}}
+{{- if kindIs "invalid" .constraints }}
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- .selector | nindent 8 }}
+{{- else if .constraints }}
+topologySpreadConstraints:
+  {{- toYaml .constraints | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{- define "tandem-scheduler.selectorLabels" -}}
@@ -116,10 +174,22 @@ scheduler's Deployment, PodDisruptionBudget and Service select on
 name + instance and must not take webhook pods.
 */}}
 {{- define "tandem-scheduler.webhookLabels" -}}
+{{ include "tandem-scheduler.webhookCommonLabels" . }}
+{{ include "tandem-scheduler.helmLabels" . }}
+{{- end -}}
+
+{{- define "tandem-scheduler.webhookCommonLabels" -}}
 {{ include "tandem-scheduler.webhookSelectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/component: webhook
 app.kubernetes.io/part-of: tandem
+{{- end -}}
+
+{{- define "tandem-scheduler.webhookPodLabels" -}}
+{{ include "tandem-scheduler.webhookCommonLabels" . }}
+{{- with .Values.webhook.podLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "tandem-scheduler.webhookSelectorLabels" -}}
