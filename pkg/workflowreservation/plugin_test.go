@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -640,5 +641,83 @@ func TestPreFilterTakesTheClassifiersVerdict(t *testing.T) {
 				t.Errorf("state kind %v runner %v workflow %v, want %v %v %v", s.kind, s.runner, s.workflow, tc.wantKind, tc.v.Runner, tc.v.Workflow)
 			}
 		})
+	}
+}
+
+// recordingHolder is a Holder that records the verbs the extension points
+// call, in order, and does what the controllers' does.
+type recordingHolder struct {
+	controllers.Holder
+	calls []string
+}
+
+func (h *recordingHolder) Take(ctx context.Context, runner *v1.Pod, r *reservations.Reservation) {
+	h.calls = append(h.calls, fmt.Sprintf("Take %s on %s size %s", r.Runner.Name, r.Node, r.Size))
+	h.Holder.Take(ctx, runner, r)
+}
+
+func (h *recordingHolder) Return(r *reservations.Reservation) bool {
+	h.calls = append(h.calls, "Return "+r.Runner.Name)
+	return h.Holder.Return(r)
+}
+
+func (h *recordingHolder) Claim(runner k8stypes.NamespacedName, runnerUID, pod k8stypes.UID, node string) (bool, bool) {
+	h.calls = append(h.calls, fmt.Sprintf("Claim %s by %s on %s", runner.Name, pod, node))
+	return h.Holder.Claim(runner, runnerUID, pod, node)
+}
+
+func (h *recordingHolder) Unclaim(runner k8stypes.NamespacedName, runnerUID, pod k8stypes.UID, wasUsedUp bool) {
+	h.calls = append(h.calls, fmt.Sprintf("Unclaim %s by %s", runner.Name, pod))
+	h.Holder.Unclaim(runner, runnerUID, pod, wasUsedUp)
+}
+
+func (h *recordingHolder) Claimed(r reservations.Reservation) {
+	h.calls = append(h.calls, "Claimed "+r.Runner.Name)
+	h.Holder.Claimed(r)
+}
+
+// The extension points hold room through the Holder, each verb once, in
+// the framework's order: a runner's Reserve takes, its Unreserve returns
+// what it took; a workflow pod's Reserve claims, its Unreserve unclaims, its
+// PostBind reports the claim; a pod scheduled elsewhere than its reservation
+// claims nothing more.
+func TestExtensionPointsHoldRoomThroughTheHolder(t *testing.T) {
+	ctx := context.Background()
+	pl, _ := newTestPlugin(t, defaultArgs(), false)
+	h := &recordingHolder{Holder: pl.room}
+	pl.room = h
+	runner := runnerPod("r1").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj()
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, runner, nil); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	if status := pl.Reserve(ctx, cs, runner, "n1"); !status.IsSuccess() {
+		t.Fatalf("Reserve: %v", status)
+	}
+	wf := workflowPod("r1").Obj()
+	// A failed cycle on the reserved node, one on another node, a bound one
+	// on the reserved node.
+	for i, node := range []string{"n1", "n2", "n1"} {
+		wcs := framework.NewCycleState()
+		if _, status := pl.PreFilter(ctx, wcs, wf, nil); !status.IsSuccess() {
+			t.Fatalf("PreFilter workflow: %v", status)
+		}
+		pl.Reserve(ctx, wcs, wf, node)
+		if i == 0 {
+			pl.Unreserve(ctx, wcs, wf, node)
+			continue
+		}
+		pl.PostBind(ctx, wcs, wf, node)
+	}
+	pl.Unreserve(ctx, cs, runner, "n1")
+	want := []string{
+		"Take r1 on n1 size cpu=1",
+		"Claim r1 by r1-workflow on n1", "Unclaim r1 by r1-workflow",
+		"Claim r1 by r1-workflow on n2",
+		"Claim r1 by r1-workflow on n1", "Claimed r1",
+		"Return r1",
+	}
+	if diff := cmp.Diff(want, h.calls); diff != "" {
+		t.Errorf("the Holder's verbs (-want,+got):\n%s", diff)
 	}
 }
