@@ -39,6 +39,7 @@ func realFramework(ctx context.Context, tb testing.TB, profile *schedconfig.Kube
 		if err == nil {
 			pl = p.(*WorkflowReservation)
 			testFeeders.Store(pl, feeder)
+			tb.Cleanup(func() { testFeeders.Delete(pl) })
 		}
 		return p, err
 	}}); err != nil {
