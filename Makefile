@@ -92,7 +92,7 @@ CHAOS_ARGS ?=
 chaos: control-plane build
 	$(GO) run ./cmd/tandem-chaos --jobs $(CHAOS_JOBS) --seed $(CHAOS_SEED) --out _output/chaos $(CHAOS_ARGS)
 
-## test: unit and integration tests (integration tests run real etcd + kube-apiserver and real kubelets with containerd, test/autoscale the real Karpenter); the unit tests of the plugin and the packages it calls (model, sizing, controllers, contract) also with -race
+## test: unit and integration tests (integration tests run real etcd + kube-apiserver and real kubelets with containerd, test/autoscale the real Karpenter); the unit tests of the plugin and the packages it calls (model, sizing, controllers, contract) also with -race; a small release built twice, the same byte for byte
 .PHONY: test
 test: control-plane build karpenter kubelet verify test-tools test-kubectl-tandem
 	$(GO) test -race -count=1 ./pkg/workflowreservation/... ./pkg/reservations/... ./pkg/sizing/... ./pkg/controllers/... ./pkg/leadership/... ./pkg/metrics/...
@@ -101,6 +101,7 @@ test: control-plane build karpenter kubelet verify test-tools test-kubectl-tande
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	hack/bench-scheduler.sh short
 	hack/bench-sim.sh short
+	hack/test-release.sh
 
 ## fuzz: every fuzz target (parsers of user input) for FUZZTIME each; `make test` runs their seed corpus
 FUZZTIME ?= 30s
@@ -205,6 +206,17 @@ KUBE_MINOR ?=
 .PHONY: image
 image:
 	KUBE_MINOR=$(KUBE_MINOR) hack/build-image.sh
+
+## release: every artifact of release VERSION (default hack/lib/version.sh's TANDEM_VERSION) into _output/release/VERSION: OCI image archives per Kubernetes minor, the packaged chart, kubectl-tandem for linux and darwin with its krew manifest, an SPDX SBOM per binary, SHA256SUMS; byte-identical when built again (docs/install.md, "From a release")
+VERSION ?=
+.PHONY: release
+release:
+	VERSION=$(VERSION) hack/release.sh
+
+## test-release: a small release (1.35, linux/amd64 images, every kubectl-tandem) built twice and compared byte for byte; make test runs it
+.PHONY: test-release
+test-release:
+	hack/test-release.sh
 
 ## bench: scheduling throughput of tandem vs vanilla kube-scheduler, side by side (scheduler_perf; ~10 min)
 .PHONY: bench

@@ -444,3 +444,56 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		}
 	}
 }
+
+// Issue 40: the chart a release ships (hack/release.sh, packaged with the
+// release's version) installs: Helm loads the .tgz and renders the same
+// objects as the chart's directory, with the release's version in the image
+// tags and Helm's chart label.
+func TestPackagedChartRenders(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(repoPath(t, "hack/release.sh"), "chart", dir)
+	cmd.Env = append(os.Environ(), "VERSION=v9.8.7")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/release.sh chart: %v\n%s", err, out)
+	}
+	tgz := filepath.Join(dir, "tandem-scheduler-9.8.7.tgz")
+	packaged := byKey(parseObjects(t, runTool(t, "render-chart", "--release", releaseName, "--namespace", releaseNamespace, tgz)))
+	fromDir := byKey(renderChart(t))
+	if len(packaged) != len(fromDir) {
+		t.Errorf("the packaged chart renders %d objects, its directory %d", len(packaged), len(fromDir))
+	}
+	for key := range fromDir {
+		if _, ok := packaged[key]; !ok {
+			t.Errorf("the packaged chart does not render %s", key)
+		}
+	}
+	d := object[appsv1.Deployment](t, packaged, deploymentKey)
+	if image := d.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(image, ":v9.8.7-k8s1.37") {
+		t.Errorf("image %q, want the release's tag for the cluster's minor", image)
+	}
+	if got := d.Labels["helm.sh/chart"]; got != "tandem-scheduler-9.8.7" {
+		t.Errorf("helm.sh/chart = %q, want tandem-scheduler-9.8.7", got)
+	}
+}
+
+// A release takes its version from hack/lib/version.sh (TANDEM_VERSION, the
+// images' tags); the chart's version and appVersion must say the same, or
+// an installed chart would name images no release built.
+func TestChartVersionIsTandemsVersion(t *testing.T) {
+	script := string(readFile(t, "hack/lib/version.sh"))
+	_, rest, ok := strings.Cut(script, "\nTANDEM_VERSION=")
+	if !ok {
+		t.Fatal("hack/lib/version.sh sets no TANDEM_VERSION")
+	}
+	version, _, _ := strings.Cut(rest, "\n")
+	var chart struct {
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(readFile(t, chartDir+"/Chart.yaml"), &chart); err != nil {
+		t.Fatal(err)
+	}
+	if chart.AppVersion != version || "v"+chart.Version != version {
+		t.Errorf("Chart.yaml version %q, appVersion %q; TANDEM_VERSION %q: want %q and %q", chart.Version, chart.AppVersion, version, strings.TrimPrefix(version, "v"), version)
+	}
+}
