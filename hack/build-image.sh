@@ -17,7 +17,7 @@
 #                    tandem built against that minor's kube-scheduler (hack/lib/version.sh)
 #   IMAGE_TAG        default <tandem version>-k8s<minor>, e.g. v0.40.0-k8s1.37 (both images)
 #
-# Push it with any OCI tool, e.g. `crane push --index _output/image REGISTRY/tandem-scheduler:TAG`.
+# Push it with any OCI tool, e.g. `crane push _output/image REGISTRY/tandem-scheduler:TAG`.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source hack/lib/version.sh

@@ -10,12 +10,13 @@
 #   kubectl-tandem_OS_ARCH.tar.gz     the kubectl plugin (and LICENSE), linux and darwin, amd64 and arm64
 #   kubectl-tandem.yaml               its krew plugin manifest (RELEASE_URL: where the archives will be)
 #   sbom/NAME.spdx.json               an SPDX document per binary
+#   BUILD                             the version, the commit and the Go toolchain built with
 #   SHA256SUMS                        the sha256 of every file above
 #
 # Every file is the same, byte for byte, each time it is built from the same
 # commit with the same Go toolchain (make test-release builds a small one
-# twice and compares): binaries are built with -trimpath and no build ID,
-# archives with sorted names, owner 0 and the commit's time
+# twice and compares): binaries are built with -trimpath, no VCS stamp and no
+# build ID, archives with sorted names, owner 0 and the commit's time
 # (SOURCE_DATE_EPOCH), images with time zero.
 #
 #   VERSION=v0.41.0 hack/release.sh                    # everything (every minor: long, and a cold
@@ -24,7 +25,7 @@
 #   hack/release.sh chart DIR                          # only the packaged chart, into DIR
 #
 #   VERSION                  vX.Y.Z (default hack/lib/version.sh's TANDEM_VERSION)
-#   RELEASE_DIR              default _output/release/VERSION (emptied first)
+#   RELEASE_DIR              default _output/release/VERSION (emptied first; under _output or /tmp)
 #   RELEASE_MINORS           default every supported minor (hack/lib/version.sh)
 #   RELEASE_IMAGE_PLATFORMS  default "linux/amd64 linux/arm64"
 #   RELEASE_KUBECTL_PLATFORMS default "linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"
@@ -46,6 +47,10 @@ fi
 CHART_VERSION="${VERSION#v}"
 SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}"
 export SOURCE_DATE_EPOCH
+# What else goes into a binary, fixed whoever builds: no VCS stamp (an
+# untracked file would mark it modified), the baseline instruction sets.
+# The Go toolchain is the one on PATH; BUILD names it and the commit.
+export GOFLAGS="${GOFLAGS:+${GOFLAGS} }-buildvcs=false" GOAMD64=v1 GOARM64=v8.0
 RELEASE_URL="${RELEASE_URL:-https://github.com/tandem-scheduler/tandem/releases/download/${VERSION}}"
 
 # archive DIR OUT [NAMES...]: a tar of NAMES (default .) under DIR,
@@ -80,6 +85,13 @@ if [[ "${1:-}" == chart ]]; then
 fi
 
 OUT="$(realpath -m "${RELEASE_DIR:-_output/release/${VERSION}}")"
+case "${OUT}/" in
+  "${ROOT}/_output/"?* | /tmp/?*) ;;
+  *)
+    echo "hack/release.sh: RELEASE_DIR must be under ${ROOT}/_output or /tmp (it is emptied first), got ${OUT}" >&2
+    exit 1
+    ;;
+esac
 rm -rf "${OUT}"
 mkdir -p "${OUT}/images" "${OUT}/sbom"
 minors=()
@@ -158,5 +170,6 @@ spec:
   platforms:${platforms_yaml}
 EOF
 
+printf 'tandem %s\ncommit %s\n%s\n' "${VERSION}" "$(git rev-parse HEAD)" "$(go env GOVERSION)" > "${OUT}/BUILD"
 (cd "${OUT}" && find . -type f ! -name SHA256SUMS ! -name '.*' | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum > SHA256SUMS)
 echo "release ${VERSION}: $(wc -l < "${OUT}/SHA256SUMS") files in ${OUT} (SHA256SUMS)"

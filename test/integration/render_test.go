@@ -423,6 +423,23 @@ webhook:
 	if _, ok := byKey(renderChart(t, "--set", "priorityClassName="))["ResourceQuota/"+releaseNamespace+"/"+releaseName+"-critical-pods"]; ok {
 		t.Error("a quota for critical pods without a critical priority class")
 	}
+	// Found in review: in kube-system the quota would count the cluster's
+	// own critical pods; an umbrella chart passes global; a values file that
+	// copies values.yaml's null keeps the default spread.
+	inKubeSystem := byKey(parseObjects(t, runTool(t, "render-chart", "--release", releaseName, "--namespace", "kube-system", "--set", "global.registry=x", repoPath(t, chartDir))))
+	for key := range inKubeSystem {
+		if strings.HasPrefix(key, "ResourceQuota/") {
+			t.Errorf("%s rendered in kube-system", key)
+		}
+	}
+	nullValues := filepath.Join(t.TempDir(), "null.yaml")
+	if err := os.WriteFile(nullValues, []byte("topologySpreadConstraints: null\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withNull := object[appsv1.Deployment](t, byKey(renderChart(t, "--values", nullValues)), deploymentKey)
+	if tsc := withNull.Spec.Template.Spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].TopologyKey != v1.LabelTopologyZone {
+		t.Errorf("with topologySpreadConstraints: null, %+v; want the zone spread", tsc)
+	}
 }
 
 // Issue 40: values.schema.json, which Helm enforces on install, upgrade and
@@ -435,6 +452,9 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		"extraArgs={v=4}":             "at '/extraArgs/0': 'v=4' does not match pattern '^--'",
 		"featureGates.SomeGate=maybe": "at '/featureGates/SomeGate': got string, want boolean",
 		"webhook.port=80":             "at '/webhook/port': minimum: got 80, want 1,024",
+		// Found in review: a pod label the chart sets was written twice,
+		// and name or instance would break the selector.
+		`podLabels.app\.kubernetes\.io/name=x`: "invalid propertyName 'app.kubernetes.io/name'",
 	} {
 		args := []string{"--release", releaseName, "--namespace", releaseNamespace, "--set", set, repoPath(t, chartDir)}
 		if _, stderr, err := tryTool(t, "render-chart", args...); err == nil {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 )
@@ -85,6 +86,11 @@ func For(path, name, version string, created time.Time, base string) (*Document,
 	if err != nil {
 		return nil, err
 	}
+	return fromInfo(info, data, name, version, created, base), nil
+}
+
+// fromInfo is For of the binary data with build information info.
+func fromInfo(info *debug.BuildInfo, data []byte, name, version string, created time.Time, base string) *Document {
 	if version != "" {
 		info.Main.Version = version
 	}
@@ -116,12 +122,18 @@ func For(path, name, version string, created time.Time, base string) (*Document,
 	add("SPDXRef-Go", "go", goVersion, "pkg:golang/stdlib@"+goVersion)
 	add("SPDXRef-Module-0", info.Main.Path, info.Main.Version, purl(info.Main.Path, info.Main.Version))
 	for i, m := range info.Deps {
-		if m.Replace != nil {
-			m = m.Replace
+		path, version := m.Path, m.Version
+		switch {
+		case m.Replace != nil && m.Replace.Version == "":
+			// Replaced by a directory of the same tree (./contract): the
+			// module is the one named, at the binary's version.
+			version = info.Main.Version
+		case m.Replace != nil:
+			path, version = m.Replace.Path, m.Replace.Version
 		}
-		add(fmt.Sprintf("SPDXRef-Module-%d", i+1), m.Path, m.Version, purl(m.Path, m.Version))
+		add(fmt.Sprintf("SPDXRef-Module-%d", i+1), path, version, purl(path, version))
 	}
-	return doc, nil
+	return doc
 }
 
 // purl is the package URL of Go module path at version.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -75,5 +76,30 @@ func TestForNotAGoBinary(t *testing.T) {
 	}
 	if _, err := For(f, "script", "", time.Unix(0, 0), "https://example.test"); err == nil {
 		t.Error("no error for a file without Go build information")
+	}
+}
+
+// Found in review: a module replaced by a directory of the same tree
+// (./contract) was named by that directory, with a purl no tool resolves.
+// It keeps its module path, at the binary's version; a module replaced by
+// another module is that one.
+func TestLocalReplacesKeepTheirModulePath(t *testing.T) {
+	info := &debug.BuildInfo{
+		GoVersion: "go1.26.8",
+		Main:      debug.Module{Path: "github.com/tandem-scheduler/tandem", Version: "(devel)"},
+		Deps: []*debug.Module{
+			{Path: "github.com/tandem-scheduler/tandem/contract", Version: "v0.0.0-00010101000000-000000000000", Replace: &debug.Module{Path: "./contract"}},
+			{Path: "k8s.io/api", Version: "v0.0.0", Replace: &debug.Module{Path: "k8s.io/api", Version: "v0.35.4"}},
+		},
+	}
+	doc := fromInfo(info, []byte("binary"), "tandem-scheduler", "v0.41.0", time.Unix(0, 0), "https://example.test")
+	var got []string
+	for _, p := range doc.Packages[1:] {
+		got = append(got, p.ExternalRefs[0].Locator)
+	}
+	want := []string{"pkg:golang/stdlib@1.26.8", "pkg:golang/github.com/tandem-scheduler/tandem@v0.41.0",
+		"pkg:golang/github.com/tandem-scheduler/tandem/contract@v0.41.0", "pkg:golang/k8s.io/api@v0.35.4"}
+	if !slices.Equal(got, want) {
+		t.Errorf("purls %q, want %q", got, want)
 	}
 }
