@@ -208,3 +208,38 @@ func (e *env) scrape(r *replica) map[string][]string {
 	}
 	return out
 }
+
+// Issue 40: every alert links to its runbook, a section of
+// docs/troubleshooting.md named after it, at the base URL the values give.
+func TestAlertsLinkToTheirRunbooks(t *testing.T) {
+	const base = "https://docs.example.test/tandem/troubleshooting.md"
+	var groups []any
+	for _, o := range renderChart(t, "--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.prometheusRule.runbookBaseURL="+base) {
+		if o.GetKind() == "PrometheusRule" {
+			groups, _, _ = unstructured.NestedSlice(o.Object, "spec", "groups")
+		}
+	}
+	doc := string(readFile(t, "docs/troubleshooting.md"))
+	alerts := 0
+	for _, g := range groups {
+		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			name, _ := rule["alert"].(string)
+			if name == "" {
+				continue
+			}
+			alerts++
+			url, _, _ := unstructured.NestedString(rule, "annotations", "runbook_url")
+			if want := base + "#" + strings.ToLower(name); url != want {
+				t.Errorf("alert %s: runbook_url %q, want %q", name, url, want)
+			}
+			if !strings.Contains(doc, "\n### "+name+"\n") {
+				t.Errorf("alert %s: docs/troubleshooting.md has no section \"### %s\" for its runbook_url to land on", name, name)
+			}
+		}
+	}
+	if alerts == 0 {
+		t.Fatal("the chart renders no alerts")
+	}
+}
