@@ -44,6 +44,7 @@ func run(args []string) error {
 	port := fs.Int("port", 9443, "port to serve HTTPS on: "+webhook.Path+" (admission), "+webhook.HealthzPath+", "+webhook.MetricsPath)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means the in-cluster configuration")
 	label := fs.String("runner-pod-label", webhook.DefaultRunnerPodLabel, "label key on workflow pods naming their runner pod (the scheduler's runnerPodLabel)")
+	namespaces := fs.StringSlice("namespaces", nil, "the runner namespaces, whose placeholders the webhook watches (it needs pods list and watch there); empty means every namespace (a ClusterRole)")
 	verflag.AddFlags(fs)
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -81,7 +82,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("Serving", "address", address, "runnerPodLabel", *label, "version", version.Get().GitVersion)
-	handler := webhook.NewHandler(client, webhook.Options{RunnerPodLabel: *label})
+	handler := webhook.NewHandler(client, webhook.Options{RunnerPodLabel: *label, Namespaces: *namespaces})
+	// The placeholders are listed before the first review is served: the
+	// readiness probe fails until then.
+	if err := handler.Start(ctx); err != nil {
+		return err
+	}
+	logger.Info("Serving", "address", address, "runnerPodLabel", *label, "namespaces", *namespaces, "version", version.Get().GitVersion)
 	return webhook.Serve(ctx, ln, webhook.TLSConfig(certs.GetCertificate), handler)
 }

@@ -23,8 +23,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -84,6 +86,10 @@ type Options struct {
 	// takes as a failed call (failurePolicy Ignore: the pod is allowed),
 	// before its body is read. Default DefaultMaxInFlight.
 	MaxInFlight int
+	// Namespaces are the runner namespaces, whose placeholders the handler
+	// watches (the only namespaces the webhook configuration sends); none
+	// means every namespace.
+	Namespaces []string
 }
 
 // Handler answers pod admission reviews. It serves Path, HealthzPath and
@@ -96,15 +102,22 @@ type Handler struct {
 	reviewed atomic.Int64
 	// inFlight holds a token per review being answered.
 	inFlight chan struct{}
+	// placeholders is the informers' view of the runner namespaces'
+	// placeholders; Start starts it.
+	placeholders *placeholderCache
+	// sources are the addresses reviews came from, logged once each.
+	sources sources
 }
 
 var _ http.Handler = &Handler{}
 
-// NewHandler returns a handler that deletes placeholders through client.
-// It registers the webhook's metrics into the legacy registry.
+// NewHandler returns a handler that finds placeholders in its informers and
+// deletes them through client; Start starts the informers. It registers
+// the webhook's metrics into the legacy registry.
 func NewHandler(client kubernetes.Interface, opts Options) *Handler {
 	RegisterMetrics()
-	h := &Handler{client: client, label: opts.RunnerPodLabel, timeout: opts.Timeout, mux: http.NewServeMux()}
+	h := &Handler{client: client, label: opts.RunnerPodLabel, timeout: opts.Timeout, mux: http.NewServeMux(),
+		placeholders: newPlaceholderCache(client, opts.Namespaces)}
 	if h.label == "" {
 		h.label = DefaultRunnerPodLabel
 	}
@@ -122,6 +135,13 @@ func NewHandler(client kubernetes.Interface, opts Options) *Handler {
 	})
 	h.mux.Handle("GET "+MetricsPath, legacyregistry.Handler())
 	return h
+}
+
+// Start runs the handler's informers until ctx ends and returns once they
+// have listed the placeholders; until then every review lists them from the
+// apiserver. Serve the handler after Start.
+func (h *Handler) Start(ctx context.Context) error {
+	return h.placeholders.start(ctx)
 }
 
 // ServeHTTP serves the handler's paths.
@@ -157,6 +177,7 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "malformed AdmissionReview", http.StatusBadRequest)
 		return
 	}
+	h.sources.log(logger, r.RemoteAddr)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	resp, outcome := h.Review(ctx, review.Request)
@@ -171,6 +192,47 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(&out); err != nil {
 		logger.Error(err, "Writing the admission response")
+	}
+}
+
+// maxSources bounds the source addresses the handler remembers.
+const maxSources = 64
+
+// sources logs the first review from each address: where the kube-apiserver
+// connects from, which the webhook's NetworkPolicy must admit, shows in the
+// log (and so does any other caller).
+type sources struct {
+	mu    sync.Mutex
+	hosts map[string]struct{}
+}
+
+func (s *sources) seenBefore(host string) (seen, full bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.hosts[host]; ok {
+		return true, false
+	}
+	if len(s.hosts) >= maxSources {
+		return true, false
+	}
+	if s.hosts == nil {
+		s.hosts = map[string]struct{}{}
+	}
+	s.hosts[host] = struct{}{}
+	return false, len(s.hosts) == maxSources
+}
+
+func (s *sources) log(logger klog.Logger, remote string) {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	seen, full := s.seenBefore(host)
+	if !seen {
+		logger.V(1).Info("Admission review from an address not seen before (the webhook's NetworkPolicy must admit your kube-apiserver's)", "source", host)
+	}
+	if !seen && full {
+		logger.V(1).Info("Seen reviews from many addresses; no more are logged", "addresses", maxSources)
 	}
 }
 
@@ -223,28 +285,34 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	logger = klog.LoggerWithValues(logger, "pod", klog.KObj(&pod), "runner", klog.KRef(pod.Namespace, runnerName))
 	pods := h.client.CoreV1().Pods(pod.Namespace)
 
-	// The placeholders on the pod's node first: without one (no reservation
-	// held, or Memory mode) a review costs one list, served from the
-	// apiserver's cache. Those being deleted are left to go.
-	// Found by label and annotation, not by name: a placeholder whose name
-	// someone took first has a generated one.
-	list, err := pods.List(ctx, metav1.ListOptions{
-		LabelSelector: contract.PlaceholderLabel + "=true",
-		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", pod.Spec.NodeName).String(),
-	})
-	if err != nil {
-		return h.failed(logger, resp, stepGetPlaceholder, err, "cannot list the placeholders of runner "+runnerName)
+	// The placeholders on the pod's node: from the informers, and from the
+	// apiserver where the informers show none, as they would for a
+	// placeholder created within their lag before the pod (tandem re-creates
+	// one that was lost): a placeholder missed is a job failed. A namespace
+	// the webhook does not watch holds no runner (the configuration sends
+	// only the runner namespaces): a review from elsewhere (forged) costs no
+	// API call. Those being deleted are left to go. Found by label and
+	// annotation, not by name: a placeholder whose name someone took first
+	// has a generated one.
+	cached, watched := h.placeholders.on(pod.Namespace, pod.Spec.NodeName)
+	if !watched {
+		logger.V(4).Info("Namespace is not a runner namespace; nothing to release")
+		return resp, outcomeNone
 	}
-	var holds []*v1.Pod
-	for i := range list.Items {
-		p := &list.Items[i]
-		if contract.IsPlaceholder(p) && p.Annotations[contract.PlaceholderOfAnnotation] == runnerName && p.DeletionTimestamp == nil {
-			if p.Spec.NodeName != pod.Spec.NodeName {
-				logger.V(2).Info("Placeholder is on another node; left alone", "placeholder", klog.KObj(p), "placeholderNode", p.Spec.NodeName, "node", pod.Spec.NodeName)
-				continue
-			}
-			holds = append(holds, p)
+	holds := placeholdersOf(cached, runnerName, pod.Spec.NodeName)
+	if len(holds) == 0 {
+		list, err := pods.List(ctx, metav1.ListOptions{
+			LabelSelector: contract.PlaceholderLabel + "=true",
+			FieldSelector: fields.OneTermEqualSelector("spec.nodeName", pod.Spec.NodeName).String(),
+		})
+		if err != nil {
+			return h.failed(logger, resp, stepGetPlaceholder, err, "cannot list the placeholders of runner "+runnerName)
 		}
+		listed := make([]*v1.Pod, len(list.Items))
+		for i := range list.Items {
+			listed[i] = &list.Items[i]
+		}
+		holds = placeholdersOf(listed, runnerName, pod.Spec.NodeName)
 	}
 	if len(holds) == 0 {
 		logger.V(4).Info("No placeholder to release")
@@ -291,6 +359,18 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	}
 	resp.AuditAnnotations = map[string]string{"placeholder-deleted": strings.Join(deleted, ",")}
 	return resp, outcomeDeleted
+}
+
+// placeholdersOf returns the pods of pods that are placeholders of the
+// runner named runner on node and not being deleted.
+func placeholdersOf(pods []*v1.Pod, runner, node string) []*v1.Pod {
+	var holds []*v1.Pod
+	for _, p := range pods {
+		if contract.IsPlaceholder(p) && p.Annotations[contract.PlaceholderOfAnnotation] == runner && p.DeletionTimestamp == nil && p.Spec.NodeName == node {
+			holds = append(holds, p)
+		}
+	}
+	return holds
 }
 
 // failed allows the pod with a warning about what failed.

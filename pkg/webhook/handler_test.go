@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/component-base/metrics"
@@ -89,7 +92,9 @@ func TestReview(t *testing.T) {
 		pod     *v1.Pod
 		mutate  func(*admissionv1.AdmissionRequest)
 		// reactors fail verb on pods with the error.
-		fail        map[string]error
+		fail map[string]error
+		// notStarted: the handler's informers were not started.
+		notStarted  bool
 		wantOutcome string
 		// wantDeleted are the pods that must be gone; the others stay.
 		wantDeleted []string
@@ -102,13 +107,13 @@ func TestReview(t *testing.T) {
 			pod:         workflowPod(),
 			wantOutcome: outcomeDeleted,
 			wantDeleted: []string{runner + "-hold"},
-			wantCalls:   []string{"list pods", "get " + runner, "delete " + runner + "-hold"},
+			wantCalls:   []string{"get " + runner, "delete " + runner + "-hold"},
 		},
 		"placeholder of an older runner incarnation is left alone": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf("runner-1", node)},
 			pod:         workflowPod(),
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"list pods", "get " + runner},
+			wantCalls:   []string{"get " + runner},
 		},
 		"a pod named like the placeholder that is not one is left alone": {
 			objects:     []runtime.Object{runnerPod(), notPlaceholder},
@@ -121,14 +126,14 @@ func TestReview(t *testing.T) {
 			pod:         workflowPod(),
 			wantOutcome: outcomeDeleted,
 			wantDeleted: []string{runner + "-hold-x7k2q"},
-			wantCalls:   []string{"list pods", "get " + runner, "delete " + runner + "-hold-x7k2q"},
+			wantCalls:   []string{"get " + runner, "delete " + runner + "-hold-x7k2q"},
 		},
 		"every placeholder of the incarnation on the node is released": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node), renamed(placeholderOf(runnerID, node), "forged", "forged-uid")},
 			pod:         workflowPod(),
 			wantOutcome: outcomeDeleted,
 			wantDeleted: []string{"forged", runner + "-hold"},
-			wantCalls:   []string{"list pods", "get " + runner, "delete forged", "delete " + runner + "-hold"},
+			wantCalls:   []string{"get " + runner, "delete forged", "delete " + runner + "-hold"},
 		},
 		"placeholder on another node is left alone": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, "n2")},
@@ -136,7 +141,7 @@ func TestReview(t *testing.T) {
 			wantOutcome: outcomeNone,
 			wantCalls:   []string{"list pods"},
 		},
-		"no placeholder: one GET": {
+		"no placeholder in the cache: one list": {
 			objects:     []runtime.Object{runnerPod()},
 			pod:         workflowPod(),
 			wantOutcome: outcomeNone,
@@ -146,7 +151,7 @@ func TestReview(t *testing.T) {
 			objects:     []runtime.Object{placeholderOf(runnerID, node)},
 			pod:         workflowPod(),
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"list pods", "get " + runner},
+			wantCalls:   []string{"get " + runner},
 		},
 		"pod without the label is not looked at": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
@@ -184,14 +189,14 @@ func TestReview(t *testing.T) {
 			pod:         workflowPod(),
 			fail:        map[string]error{"delete": apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, runner+"-hold")},
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"list pods", "get " + runner, "delete " + runner + "-hold"},
+			wantCalls:   []string{"get " + runner, "delete " + runner + "-hold"},
 		},
 		"placeholder replaced meanwhile (UID precondition conflict)": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
 			pod:         workflowPod(),
 			fail:        map[string]error{"delete": apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, runner+"-hold", errBoom)},
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"list pods", "get " + runner, "delete " + runner + "-hold"},
+			wantCalls:   []string{"get " + runner, "delete " + runner + "-hold"},
 		},
 		"delete fails: allowed with a warning": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
@@ -199,11 +204,20 @@ func TestReview(t *testing.T) {
 			fail:        map[string]error{"delete": apierrors.NewInternalError(errBoom)},
 			wantOutcome: outcomeError,
 			wantWarning: true,
+			wantCalls:   []string{"get " + runner, "delete " + runner + "-hold"},
+		},
+		"a placeholder the informers do not show yet is listed and released": {
+			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
+			pod:         workflowPod(),
+			notStarted:  true,
+			wantOutcome: outcomeDeleted,
+			wantDeleted: []string{runner + "-hold"},
 			wantCalls:   []string{"list pods", "get " + runner, "delete " + runner + "-hold"},
 		},
 		"list fails: allowed with a warning": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
 			pod:         workflowPod(),
+			notStarted:  true,
 			fail:        map[string]error{"list": apierrors.NewTimeoutError("slow", 1)},
 			wantOutcome: outcomeError,
 			wantWarning: true,
@@ -213,10 +227,14 @@ func TestReview(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			client := fake.NewClientset(tc.objects...)
+			h := NewHandler(client, Options{})
+			if !tc.notStarted {
+				startHandler(t, h)
+			}
+			client.ClearActions() // the informers' list and watch
 			for verb, err := range tc.fail {
 				client.PrependReactor(verb, "pods", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, err })
 			}
-			h := NewHandler(client, Options{})
 			req := createRequest(t, tc.pod)
 			if tc.mutate != nil {
 				tc.mutate(req)
@@ -277,6 +295,14 @@ func TestReview(t *testing.T) {
 	}
 }
 
+// startHandler starts h's informers until the test ends.
+func startHandler(t *testing.T, h *Handler) {
+	t.Helper()
+	if err := h.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func counter(t *testing.T, m metrics.CounterMetric) float64 {
 	t.Helper()
 	v, err := testutil.GetCounterMetricValue(m)
@@ -292,6 +318,7 @@ func counter(t *testing.T, m metrics.CounterMetric) float64 {
 func TestServeHTTP(t *testing.T) {
 	client := fake.NewClientset(runnerPod(), placeholderOf(runnerID, node))
 	h := NewHandler(client, Options{})
+	startHandler(t, h)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
@@ -365,12 +392,13 @@ func post(t *testing.T, url string, body []byte, wantStatus int) []byte {
 func TestSaturatedReviewsAreAnsweredAtOnce(t *testing.T) {
 	client := fake.NewClientset(runnerPod(), placeholderOf(runnerID, node))
 	entered, release := make(chan struct{}), make(chan struct{})
-	client.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+	h := NewHandler(client, Options{MaxInFlight: 1})
+	startHandler(t, h)
+	client.PrependReactor("get", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		entered <- struct{}{}
 		<-release
 		return false, nil, nil
 	})
-	h := NewHandler(client, Options{MaxInFlight: 1})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	body, err := json.Marshal(admissionv1.AdmissionReview{
@@ -382,7 +410,7 @@ func TestSaturatedReviewsAreAnsweredAtOnce(t *testing.T) {
 	}
 	first := make(chan []byte)
 	go func() { first <- post(t, srv.URL+Path, body, http.StatusOK) }()
-	<-entered // the first review holds the only slot, at its list
+	<-entered // the first review holds the only slot, at its read of the runner
 
 	saturated := counter(t, reviews.WithLabelValues(outcomeSaturated))
 	post(t, srv.URL+Path, body, http.StatusTooManyRequests)
@@ -395,7 +423,7 @@ func TestSaturatedReviewsAreAnsweredAtOnce(t *testing.T) {
 		t.Fatalf("the review in flight: %+v, %v; want it answered", out.Response, err)
 	}
 	go func() {
-		for range entered { // later reviews' lists go through
+		for range entered { // later reviews' reads go through
 		}
 	}()
 	defer close(entered)
@@ -420,4 +448,78 @@ func TestReviewBodyIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	post(t, srv.URL+Path, body, http.StatusBadRequest)
+}
+
+// Issue 37: each review listed the node's placeholders from the apiserver,
+// so a flood of forged reviews cost the apiserver a list each. The handler
+// reads its informers of the runner namespaces: a placeholder created after
+// it started is found (the watch) and released without a list, and a
+// review from a namespace it does not watch makes no API call.
+func TestReviewReadsTheInformers(t *testing.T) {
+	client := fake.NewClientset(runnerPod())
+	h := NewHandler(client, Options{Namespaces: []string{testNS}})
+	startHandler(t, h)
+
+	elsewhere := placeholderOf(runnerID, node)
+	elsewhere.Namespace = "mallory"
+	for _, p := range []*v1.Pod{elsewhere, placeholderOf(runnerID, node)} {
+		if _, err := client.CoreV1().Pods(p.Namespace).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		cached, _ := h.placeholders.on(testNS, node)
+		return len(cached) == 1, nil
+	}); err != nil {
+		t.Fatalf("the informer never showed the placeholder created after Start: %v", err)
+	}
+	if got, watched := h.placeholders.on("mallory", node); len(got) != 0 || watched {
+		t.Errorf("placeholders of an unwatched namespace: %v (watched %v), want none", got, watched)
+	}
+
+	client.ClearActions()
+	forged := workflowPod()
+	forged.Namespace = "mallory"
+	req := createRequest(t, forged)
+	req.Namespace = "mallory"
+	if _, outcome := h.Review(t.Context(), req); outcome != outcomeNone {
+		t.Errorf("review in an unwatched namespace: outcome %q, want %q", outcome, outcomeNone)
+	}
+	if got := client.Actions(); len(got) != 0 {
+		t.Errorf("a review that finds no placeholder made API calls: %v", got)
+	}
+	if _, outcome := h.Review(t.Context(), createRequest(t, workflowPod())); outcome != outcomeDeleted {
+		t.Errorf("review of the runner's pinned pod: outcome %q, want %q", outcome, outcomeDeleted)
+	}
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "list" {
+			t.Errorf("a review that found its placeholder in the cache listed pods: %v", a)
+		}
+	}
+	if _, err := client.CoreV1().Pods("mallory").Get(t.Context(), elsewhere.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod in the unwatched namespace: %v, want it left alone", err)
+	}
+}
+
+// The first review from each address is logged (where the kube-apiserver
+// connects from, for the NetworkPolicy's `from`), once, and the addresses
+// remembered are bounded: a flood from many addresses does not grow memory.
+func TestSourcesAreLoggedOnceAndBounded(t *testing.T) {
+	var s sources
+	if seen, _ := s.seenBefore("10.0.0.1"); seen {
+		t.Error("the first address counts as seen")
+	}
+	if seen, _ := s.seenBefore("10.0.0.1"); !seen {
+		t.Error("an address seen before is logged again")
+	}
+	full := false
+	for i := 2; i <= maxSources; i++ {
+		_, full = s.seenBefore(fmt.Sprintf("10.0.0.%d", i))
+	}
+	if !full {
+		t.Errorf("the %dth address did not fill the set", maxSources)
+	}
+	if seen, _ := s.seenBefore("10.0.1.1"); !seen || len(s.hosts) != maxSources {
+		t.Errorf("beyond %d addresses one more is remembered (%d)", maxSources, len(s.hosts))
+	}
 }

@@ -26,7 +26,8 @@ type Local struct {
 	done     chan error
 }
 
-// StartLocal serves a Handler with opts, deleting through client, on
+// StartLocal serves a Handler with opts (started: its informers have
+// listed), reading and deleting through client, on
 // 127.0.0.1 (a free port) over TLS with a certificate for 127.0.0.1 signed by
 // a new CA, until ctx ends or Stop. Register it with the apiserver with
 // Register.
@@ -46,8 +47,14 @@ func StartLocal(ctx context.Context, client kubernetes.Interface, opts Options) 
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	handler := NewHandler(client, opts)
+	if err := handler.Start(ctx); err != nil {
+		cancel()
+		_ = ln.Close()
+		return nil, err
+	}
 	l := &Local{
-		handler:  NewHandler(client, opts),
+		handler:  handler,
 		url:      "https://" + ln.Addr().String() + Path,
 		caBundle: certPEM,
 		cancel:   cancel,

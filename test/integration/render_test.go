@@ -80,7 +80,7 @@ func TestChartAndKustomizeRenderTheSameObjects(t *testing.T) {
 func TestNoClusterWidePodCreate(t *testing.T) {
 	renderings := map[string][]*unstructured.Unstructured{
 		"chart":                 renderChart(t),
-		"chart, Pods mode":      renderChart(t, "--set", "reservationMode=Pods"),
+		"chart, Pods mode":      renderChart(t, "--set", "reservationMode=Pods", "--set", anySource),
 		"chart, two namespaces": renderChart(t, "--set", "runnerNamespaces={team-a,team-b}"),
 		"kustomize base":        kustomizeBuild(t, kustomizeBase),
 		"kustomize Pods mode":   kustomizeBuild(t, kustomizePods),
@@ -229,7 +229,7 @@ func TestChartImagePerMinor(t *testing.T) {
 	}
 	cases = append(cases, kubeMinor{"v" + newest + ".7-eks-2b5c2a1", newest}, kubeMinor{"v" + nextMinor(t, newest) + ".0", newest})
 	for _, c := range cases {
-		objs := byKey(renderChart(t, "--kube-version", c.kube, "--set", "reservationMode=Pods"))
+		objs := byKey(renderChart(t, "--kube-version", c.kube, "--set", "reservationMode=Pods", "--set", anySource))
 		tag := version + "-k8s" + c.minor
 		d := object[appsv1.Deployment](t, objs, deploymentKey)
 		if got, want := d.Spec.Template.Spec.Containers[0].Image, "REGISTRY/tandem-scheduler:"+tag; got != want {
@@ -364,6 +364,7 @@ extraArgs: ["--kube-api-qps=200"]
 podAnnotations: {example.com/owner: platform}
 podLabels: {team: ci}
 webhook:
+  networkPolicy: {allowAnySource: true}
   extraArgs: ["--v=4"]
   podLabels: {team: ci-webhook}
   podAnnotations: {example.com/owner: platform}

@@ -38,19 +38,28 @@ const (
 	webhookPolicyKey  = "NetworkPolicy/" + releaseNamespace + "/" + webhookName
 )
 
+// anySource is the chart value that admits any source to the webhook: a
+// render of reservationMode Pods needs it or webhook.networkPolicy.from
+// (TestWebhookNetworkPolicy).
+const anySource = "webhook.networkPolicy.allowAnySource=true"
+
 // Issue 20: tandem-webhook authenticates no caller, so a NetworkPolicy
-// admits traffic to its pods on the HTTPS port only, and, once the
-// installer names them, only from the sources given; the Deployment's pods
-// are the ones it selects. (The local control plane runs no CNI plugin:
-// this checks what is installed, not its enforcement.)
+// admits traffic to its pods on the HTTPS port only, and only from the
+// sources given; the Deployment's pods are the ones it selects. Issue 37:
+// the policy admitted any source unless the installer narrowed it, so every
+// pod of the cluster (every CI job) could flood the webhook with forged
+// reviews; now the chart does not render Pods mode until the installer says
+// where the kube-apiserver connects from, or that any source may. (The
+// local control plane runs no CNI plugin: this checks what is installed,
+// not its enforcement.)
 func TestWebhookNetworkPolicy(t *testing.T) {
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte("webhook:\n  networkPolicy:\n    from: [{ipBlock: {cidr: 10.0.0.0/24}}]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for name, args := range map[string][]string{
-		"any source":    {"--set", "reservationMode=Pods"},
-		"from the CIDR": {"--set", "reservationMode=Pods", "--values", values},
+		"any source, said so": {"--set", "reservationMode=Pods", "--set", anySource},
+		"from the CIDR":       {"--set", "reservationMode=Pods", "--values", values},
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs := byKey(renderChart(t, args...))
@@ -73,13 +82,24 @@ func TestWebhookNetworkPolicy(t *testing.T) {
 					from = append(from, peer.IPBlock.CIDR)
 				}
 			}
-			if want := map[string][]string{"any source": nil, "from the CIDR": {"10.0.0.0/24"}}[name]; !slices.Equal(from, want) || len(rule.From) != len(want) {
+			if want := map[string][]string{"any source, said so": nil, "from the CIDR": {"10.0.0.0/24"}}[name]; !slices.Equal(from, want) || len(rule.From) != len(want) {
 				t.Errorf("from %v, want %v", rule.From, want)
 			}
 		})
 	}
 	if _, ok := byKey(renderChart(t, "--set", "reservationMode=Pods", "--set", "webhook.networkPolicy.enabled=false"))[webhookPolicyKey]; ok {
 		t.Error("networkPolicy.enabled=false renders the policy")
+	}
+	for name, args := range map[string][]string{
+		"neither from nor allowAnySource": {"--set", "reservationMode=Pods"},
+		"both from and allowAnySource":    {"--set", "reservationMode=Pods", "--set", anySource, "--values", values},
+	} {
+		args = append([]string{"--release", releaseName, "--namespace", releaseNamespace}, append(args, repoPath(t, chartDir))...)
+		if _, stderr, err := tryTool(t, "render-chart", args...); err == nil {
+			t.Errorf("%s: the chart rendered, want an error", name)
+		} else if !strings.Contains(stderr, "webhook.networkPolicy") {
+			t.Errorf("%s: error %q does not name webhook.networkPolicy", name, stderr)
+		}
 	}
 }
 
@@ -118,7 +138,7 @@ func TestChartPodsMode(t *testing.T) {
 	if got := reservationModeArg(t, object[v1.ConfigMap](t, memory, configMapKey).Data[configKey]); got != "Memory" {
 		t.Errorf("default reservationMode arg = %v, want Memory", got)
 	}
-	objs := byKey(renderChart(t, "--set", "reservationMode=Pods"))
+	objs := byKey(renderChart(t, "--set", "reservationMode=Pods", "--set", anySource))
 	if got := reservationModeArg(t, object[v1.ConfigMap](t, objs, configMapKey).Data[configKey]); got != "Pods" {
 		t.Errorf("reservationMode arg = %v, want Pods", got)
 	}
@@ -164,9 +184,9 @@ func TestChartPodsMode(t *testing.T) {
 	if !slices.Equal(create, []string{"create"}) {
 		t.Errorf("scheduler's verbs on pods in arc-runners %q, want create (placeholders)", create)
 	}
-	// The webhook lists placeholders, reads runners and deletes placeholders,
-	// nothing else, in the runner namespaces it serves only.
-	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "delete"}}}
+	// The webhook watches placeholders, reads runners and deletes
+	// placeholders, nothing else, in the runner namespaces it serves only.
+	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}}}
 	if diff := cmp.Diff(wantRules, object[rbacv1.Role](t, objs, "Role/arc-runners/"+webhookName).Rules); diff != "" {
 		t.Errorf("webhook's Role rules in arc-runners (-want,+got):\n%s", diff)
 	}
@@ -289,7 +309,7 @@ func TestChartPodsMode(t *testing.T) {
 	}
 
 	// Another runner-pod label goes to the objectSelector and the flag.
-	relabelled := byKey(renderChart(t, "--set", "reservationMode=Pods", "--set", "workflowReservation.runnerPodLabel=workflow-of"))
+	relabelled := byKey(renderChart(t, "--set", "reservationMode=Pods", "--set", anySource, "--set", "workflowReservation.runnerPodLabel=workflow-of"))
 	sel := object[admissionregistrationv1.ValidatingWebhookConfiguration](t, relabelled, webhookConfigKey).Webhooks[0].ObjectSelector
 	if sel == nil || len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != "workflow-of" || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
 		t.Errorf("objectSelector with runnerPodLabel workflow-of = %+v", sel)
@@ -313,7 +333,7 @@ func TestChartPodsMode(t *testing.T) {
 // namespace) but the certificate: no Secret, no caBundle (the user brings
 // them).
 func TestKustomizePodsIsTheChartsPodsMode(t *testing.T) {
-	chart := byKey(withoutHelmLabels(t, renderChart(t, "--set", "reservationMode=Pods")))
+	chart := byKey(withoutHelmLabels(t, renderChart(t, "--set", "reservationMode=Pods", "--set", anySource)))
 	delete(chart, webhookSecretKey)
 	webhooks, _, err := unstructured.NestedSlice(chart[webhookConfigKey].Object, "webhooks")
 	if err != nil || len(webhooks) != 1 {

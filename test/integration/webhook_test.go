@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,7 +44,13 @@ func (e *env) startWebhook() *webhook.Local {
 // startWebhookAs is startWebhook for a webhook that acts through client.
 func (e *env) startWebhookAs(client kubernetes.Interface) *webhook.Local {
 	e.t.Helper()
-	wh, err := webhook.StartLocal(e.ctx, client, webhook.Options{})
+	return e.startWebhookWith(client, webhook.Options{})
+}
+
+// startWebhookWith is startWebhookAs with the webhook's options.
+func (e *env) startWebhookWith(client kubernetes.Interface, opts webhook.Options) *webhook.Local {
+	e.t.Helper()
+	wh, err := webhook.StartLocal(e.ctx, client, opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -241,7 +248,7 @@ func TestWebhookDownAllowsWorkflowPod(t *testing.T) {
 // TLS Secret): a dry-run server-side apply of all of them succeeds.
 func TestChartPodsModeApplies(t *testing.T) {
 	e := newEnvWithoutScheduler(t, nil)
-	objs := renderChart(t, "--namespace", e.ns, "--set", "reservationMode=Pods", "--set", "fullnameOverride="+e.ns, "--set", "runnerNamespaces={"+e.ns+"}")
+	objs := renderChart(t, "--namespace", e.ns, "--set", "reservationMode=Pods", "--set", anySource, "--set", "fullnameOverride="+e.ns, "--set", "runnerNamespaces={"+e.ns+"}")
 	kinds := map[string]bool{}
 	for _, o := range objs {
 		kinds[o.GetKind()] = true
@@ -253,19 +260,28 @@ func TestChartPodsModeApplies(t *testing.T) {
 }
 
 // The webhook as the chart installs it: acting as its ServiceAccount with
-// only its rendered RBAC (a Role in the runner namespace), it releases a
-// placeholder before the pinned workflow pod is stored. The webhook's lookup became a list (placeholders
-// are found by label, not by name), which the rendered ClusterRole did not
-// grant: every review failed Forbidden and allowed the pod with the
-// placeholder still on the node, and every test ran the webhook as admin.
+// only its rendered RBAC (a Role in the runner namespace) and its rendered
+// --namespaces, it releases a placeholder before the pinned workflow pod is
+// stored. The webhook's lookup became a list (placeholders are found by
+// label, not by name), which the rendered ClusterRole did not grant: every
+// review failed Forbidden and allowed the pod with the placeholder still on
+// the node, and every test ran the webhook as admin. Then it became a watch
+// of the runner namespaces, which needs both the verb and the flag.
 func TestWebhookWithItsRenderedRBAC(t *testing.T) {
 	const node = "webhook-rbac-n1"
 	e := newEnvWithoutScheduler(t, map[string]string{node: "4"})
 	var rbac []*unstructured.Unstructured
-	for _, o := range renderChart(t, "--namespace", e.ns, "--set", "reservationMode=Pods", "--set", "fullnameOverride="+e.ns, "--set", "runnerNamespaces={"+e.ns+"}") {
+	var opts webhook.Options
+	for _, o := range renderChart(t, "--namespace", e.ns, "--set", "reservationMode=Pods", "--set", anySource, "--set", "fullnameOverride="+e.ns, "--set", "runnerNamespaces={"+e.ns+"}") {
 		if o.GetName() == e.ns+"-webhook" && slices.Contains([]string{"ServiceAccount", "Role", "RoleBinding"}, o.GetKind()) {
 			rbac = append(rbac, o)
 		}
+		if o.GetName() == e.ns+"-webhook" && o.GetKind() == "Deployment" {
+			opts = webhookOptionsOf(t, o)
+		}
+	}
+	if len(opts.Namespaces) == 0 {
+		t.Fatalf("the chart's webhook Deployment names no runner namespace (--namespaces): it would watch every namespace, with a Role in one")
 	}
 	if len(rbac) != 3 {
 		t.Fatalf("the chart rendered %d of the webhook's ServiceAccount, Role and RoleBinding in the runner namespace", len(rbac))
@@ -286,7 +302,7 @@ func TestWebhookWithItsRenderedRBAC(t *testing.T) {
 		_, err := asWebhook.CoreV1().Pods(e.ns).Get(e.ctx, "none", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	e.startWebhookAs(asWebhook)
+	e.startWebhookWith(asWebhook, opts)
 	runner, hold := e.heldRunner("runner", node, "2")
 	e.create("runner-workflow", podSpec{cpu: "2", node: node, workflowOf: runner.Name})
 	if !e.gone(hold) {
@@ -310,7 +326,8 @@ func TestWebhookHoldsUnderLoad(t *testing.T) {
 		rate    = 400 // forged reviews a second, all workers together
 	)
 	e := newEnvWithoutScheduler(t, map[string]string{node: "64"})
-	wh := e.startWebhook()
+	// As installed: watching the runner namespace (the chart's --namespaces).
+	wh := e.startWebhookWith(e.client, webhook.Options{Namespaces: []string{e.ns}})
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(wh.CABundle()) {
 		t.Fatal("the webhook's CA bundle holds no certificate")
@@ -389,4 +406,25 @@ func TestWebhookHoldsUnderLoad(t *testing.T) {
 	if got := float64(sent.Load()) / elapsed; got < rate/2 {
 		t.Errorf("the flood reached %.0f reviews a second, want at least %d: it did not load the webhook", got, rate/2)
 	}
+}
+
+// webhookOptionsOf reads the webhook's options from the args of its
+// rendered Deployment.
+func webhookOptionsOf(t *testing.T, deployment *unstructured.Unstructured) webhook.Options {
+	t.Helper()
+	containers, _, err := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(containers) != 1 {
+		t.Fatalf("the webhook Deployment's containers: %v (%v)", containers, err)
+	}
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	var opts webhook.Options
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--namespaces="); ok {
+			opts.Namespaces = strings.Split(v, ",")
+		}
+		if v, ok := strings.CutPrefix(a, "--runner-pod-label="); ok {
+			opts.RunnerPodLabel = v
+		}
+	}
+	return opts
 }
