@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,7 +54,21 @@ type Controller struct {
 	// their pair pod cannot be created or its name is taken (every retry
 	// would say it again).
 	warned podworker.Warned
+	// created holds, by runner UID, the pair pod a create returned until
+	// the informer shows it: a sync before then would create another one
+	// where the name was taken (a generated name does not collide).
+	created map[types.UID]createdPod
 }
+
+// createdPod is a pair pod a create returned, and when.
+type createdPod struct {
+	pod *v1.Pod
+	at  time.Time
+}
+
+// createdTrust is how long a created pair pod the informer does not show
+// counts as there: the informer shows a create within moments.
+const createdTrust = 30 * time.Second
 
 // Client is the client of the worker's creates and deletes.
 func (p *Controller) Client() clientset.Interface { return p.client }
@@ -63,8 +78,9 @@ func (p *Controller) Client() clientset.Interface { return p.client }
 func New(client clientset.Interface, pods corelisters.PodLister, indexer cache.Indexer, leader *leadership.Leadership, recorder func(*v1.Pod, string, string, string)) *Controller {
 	return &Controller{
 		client: client, pods: pods, indexer: indexer, recorder: recorder,
-		Queue: podworker.NewQueue("tandem-pair-pods", "pair pod", leader),
-		want:  map[types.UID]*v1.Pod{},
+		Queue:   podworker.NewQueue("tandem-pair-pods", "pair pod", leader),
+		want:    map[types.UID]*v1.Pod{},
+		created: map[types.UID]createdPod{},
 	}
 }
 
@@ -136,9 +152,10 @@ func (p *Controller) sync(ctx context.Context, key podworker.RunnerKey) error {
 	runner, err := p.pods.Pods(key.Namespace).Get(key.Name)
 	waiting := err == nil && runner.UID == key.UID && runner.Spec.NodeName == "" && runner.DeletionTimestamp == nil && !contract.IsTerminal(runner)
 	p.mu.Lock()
-	want := p.want[key.UID]
+	want, created := p.want[key.UID], p.created[key.UID]
 	if !waiting {
 		delete(p.want, key.UID)
+		delete(p.created, key.UID) // the informer shows it; it goes below then
 		p.warned.Forget(key.UID, contract.ReasonPairPodFailed, contract.ReasonPairPodNameTaken)
 		want = nil
 	}
@@ -148,9 +165,19 @@ func (p *Controller) sync(ctx context.Context, key podworker.RunnerKey) error {
 	if err != nil {
 		return err
 	}
-	podworker.OwnFirst(pods, "", contract.PairPodName(key.Name))
+	var createdUID types.UID
+	if created.pod != nil {
+		createdUID = created.pod.UID
+	}
+	podworker.OwnFirst(pods, createdUID, contract.PairPodName(key.Name))
 	have := false
 	for _, pod := range pods {
+		if pod.UID == createdUID {
+			p.mu.Lock()
+			delete(p.created, key.UID) // shown: the informer's view is the one
+			p.mu.Unlock()
+			created = createdPod{}
+		}
 		if pod.DeletionTimestamp != nil {
 			// Being deleted: by this worker, or held by someone's finalizer,
 			// for which a delete again and again would only spend the
@@ -174,9 +201,13 @@ func (p *Controller) sync(ctx context.Context, key podworker.RunnerKey) error {
 	if want == nil || have {
 		return nil
 	}
-	created, err := p.client.CoreV1().Pods(key.Namespace).Create(ctx, want, metav1.CreateOptions{})
+	if created.pod != nil && time.Since(created.at) < createdTrust &&
+		created.pod.Annotations[contract.PairSizeAnnotation] == want.Annotations[contract.PairSizeAnnotation] {
+		return nil // created, not shown yet
+	}
+	made, err := p.client.CoreV1().Pods(key.Namespace).Create(ctx, want, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		created, err = p.createRenamed(ctx, key, runner, want, err)
+		made, err = p.createRenamed(ctx, key, runner, want, err)
 	}
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -190,11 +221,14 @@ func (p *Controller) sync(ctx context.Context, key podworker.RunnerKey) error {
 		}
 		return err
 	}
+	p.mu.Lock()
+	p.created[key.UID] = createdPod{pod: made, at: time.Now()}
+	p.mu.Unlock()
 	metrics.PairPods.WithLabelValues(metrics.PairPodCreated).Inc()
-	logger.V(2).Info("Created pair pod for cluster autoscalers", "pod", klog.KObj(created), "runner", klog.KObj(runner), "requests", want.Spec.Containers[0].Resources.Requests)
+	logger.V(2).Info("Created pair pod for cluster autoscalers", "pod", klog.KObj(made), "runner", klog.KObj(runner), "requests", want.Spec.Containers[0].Resources.Requests)
 	p.recorder(runner, v1.EventTypeNormal, contract.ReasonPairPodCreated, fmt.Sprintf(
 		"Created pending pod %s requesting %s for cluster autoscalers: no node has room for the runner and its workflow pod together",
-		created.Name, contract.AmountFromList(want.Spec.Containers[0].Resources.Requests)))
+		made.Name, contract.AmountFromList(want.Spec.Containers[0].Resources.Requests)))
 	return nil
 }
 
