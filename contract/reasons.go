@@ -50,6 +50,13 @@ const (
 	// ReasonPlaceholderLost: a bound runner's placeholder was removed by
 	// someone else while its reservation waited for the workflow pod.
 	ReasonPlaceholderLost = "PlaceholderLost"
+	// ReasonPlaceholderNotReleased (on a workflow pod): it was created
+	// pinned to its runner's node while the runner's placeholder still held
+	// its room; tandem-webhook did not release it (reservationMode: Pods).
+	ReasonPlaceholderNotReleased = "PlaceholderNotReleased"
+	// ReasonRejectedByKubelet (on a runner): a kubelet rejected its workflow
+	// or step pod at admission.
+	ReasonRejectedByKubelet = "WorkflowPodRejected"
 	// ReasonTooManyWorkflowPods: more pods labelled as a runner's workflow
 	// pods existed when it was bound than its record keeps
 	// (MaxStaleWorkflowPods).

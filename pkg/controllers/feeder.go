@@ -289,6 +289,7 @@ func (f *Feeder) Run(ctx context.Context) {
 	go f.runReconciler(ctx)
 	go f.speakWhenLeading(ctx)
 	go f.watchJobs(ctx)
+	go f.watchRejections(ctx)
 	<-ctx.Done()
 }
 

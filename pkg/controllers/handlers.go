@@ -36,7 +36,10 @@ func (f *Feeder) registerHandlers(logger klog.Logger) (func() bool, error) {
 		return nil, fmt.Errorf("indexing workflow pods: %w", err)
 	}
 	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { f.OnPod(logger, obj) },
+		AddFunc: func(obj any) {
+			f.onPodAdd(logger, obj)
+			f.OnPod(logger, obj)
+		},
 		UpdateFunc: func(_, obj any) { f.OnPod(logger, obj) },
 		DeleteFunc: func(obj any) { f.OnPodDelete(logger, obj) },
 	})

@@ -39,6 +39,12 @@ const (
 // PlaceholderLost is the action of a placeholder removed by someone else.
 const PlaceholderLost = "lost"
 
+// PlaceholderReleasedLate is the action of a placeholder that still held its
+// room when its runner's workflow pod was created pinned to the node:
+// tandem-webhook did not release it (down, unreachable, not installed),
+// and tandem's fallback deletes it after the pod is stored.
+const PlaceholderReleasedLate = "released_late"
+
 // Placeholder pod actions shared with pair pods.
 const (
 	PlaceholderCreated   = PairPodCreated
@@ -142,8 +148,37 @@ var (
 		podActionLabels,
 	)
 
+	// WorkflowPodsRejected counts runners' workflow and step pods that a
+	// kubelet rejected at admission (Failed, "Pod was rejected: ..."), by
+	// the kubelet's reason: the failure tandem exists to prevent.
+	WorkflowPodsRejected = metrics.NewCounterVec(
+		&metrics.CounterOpts{
+			Subsystem:      Subsystem,
+			Name:           "workflow_pods_rejected_total",
+			Help:           "Number of runners' workflow and step pods a kubelet rejected at admission, by the kubelet's reason (OutOfcpu, OutOfmemory, OutOfephemeral-storage, OutOfpods, Other).",
+			StabilityLevel: metrics.ALPHA,
+		},
+		rejectedLabels,
+	)
+
 	registerOnce sync.Once
 )
+
+// Kubelet admission reasons WorkflowPodsRejected counts by name; any other
+// is RejectedOther (the kubelet's own allow-list for its admission metric
+// does the same: extended resources would make the label unbounded).
+var rejectedReasons = []string{"OutOfcpu", "OutOfmemory", "OutOfephemeral-storage", "OutOfpods"}
+
+// RejectedOther is the reason label of any other kubelet rejection.
+const RejectedOther = "Other"
+
+// RejectedReason is the reason label for a kubelet's rejection reason.
+func RejectedReason(reason string) string {
+	if slices.Contains(rejectedReasons, reason) {
+		return reason
+	}
+	return RejectedOther
+}
 
 // LabelNames returns the label names of the tandem metric named fqName, a
 // family or, for a histogram, one of its series as /metrics exposes them
@@ -162,6 +197,7 @@ func LabelNames(fqName string) ([]string, bool) {
 		{Subsystem + "_repairs_total", repairsLabels, nil},
 		{Subsystem + "_pair_pods_total", podActionLabels, nil},
 		{Subsystem + "_placeholder_pods_total", podActionLabels, nil},
+		{Subsystem + "_workflow_pods_rejected_total", rejectedLabels, nil},
 	} {
 		if fqName == m.name {
 			return slices.Clone(m.labels), true
@@ -186,11 +222,12 @@ var (
 	releasesLabels          = []string{"profile", "reason", "claimed"}
 	repairsLabels           = []string{"profile", "kind"}
 	podActionLabels         = []string{"action"}
+	rejectedLabels          = []string{"reason"}
 )
 
 // Register registers the metrics once per process.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(Reservations, ReservedResources, ClaimDuration, Releases, Repairs, PairPods, PlaceholderPods)
+		legacyregistry.MustRegister(Reservations, ReservedResources, ClaimDuration, Releases, Repairs, PairPods, PlaceholderPods, WorkflowPodsRejected)
 	})
 }

@@ -72,6 +72,25 @@ var (
 	)
 )
 
+// LabelNames returns the label names of the webhook metric named fqName, a
+// family or, for the histogram, one of its series as /metrics exposes them
+// (_bucket adds le), and whether the webhook exports it: what dashboards
+// and alerts may select on (the chart's are checked against it).
+func LabelNames(fqName string) ([]string, bool) {
+	prefix := namespace + "_" + subsystem + "_"
+	switch fqName {
+	case prefix + "admission_reviews_total":
+		return []string{"outcome"}, true
+	case prefix + "admission_errors_total":
+		return []string{"step"}, true
+	case prefix + "placeholders_deleted_total", prefix + "admission_duration_seconds_sum", prefix + "admission_duration_seconds_count":
+		return []string{}, true
+	case prefix + "admission_duration_seconds_bucket":
+		return []string{"le"}, true
+	}
+	return nil, false
+}
+
 var registerOnce sync.Once
 
 // RegisterMetrics registers the webhook's metrics into the legacy registry

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/tandem-scheduler/tandem/pkg/internal/metricstest"
 )
 
 // writePair writes a new self-signed key pair for host into dir with the
@@ -134,5 +137,18 @@ func TestStartLocal(t *testing.T) {
 	}
 	if err := wh.Stop(); err != nil {
 		t.Errorf("second Stop: %v", err)
+	}
+}
+
+// LabelNames says what the registered collectors describe, so that the
+// chart's alerts checked against it check the real thing.
+func TestLabelNamesMatchTheCollectors(t *testing.T) {
+	RegisterMetrics()
+	metricstest.LabelNamesMatch(t, LabelNames, reviews, placeholdersDeleted, admissionErrors)
+	if labels, ok := LabelNames("tandem_webhook_admission_duration_seconds_bucket"); !ok || !slices.Equal(labels, []string{"le"}) {
+		t.Errorf("LabelNames(admission_duration_seconds_bucket) = %q, %v; want [le]", labels, ok)
+	}
+	if _, ok := LabelNames("tandem_webhook_admission_reviews"); ok {
+		t.Error("LabelNames(tandem_webhook_admission_reviews): exported, but the counter is _total")
 	}
 }
