@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/common/model"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/tandem-scheduler/tandem/harness/controlplane"
 	"github.com/tandem-scheduler/tandem/pkg/metrics"
+	"github.com/tandem-scheduler/tandem/pkg/webhook"
 )
 
 // promSelector is one series selector of an alert or a dashboard panel, as
@@ -41,7 +41,9 @@ func monitoringSelectors(t *testing.T) []promSelector {
 	t.Helper()
 	dir := t.TempDir()
 	var rules, dashboard string
-	for _, o := range renderChart(t, "--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.dashboard.enabled=true") {
+	// reservationMode Pods renders every alert, the webhook's too.
+	for _, o := range renderChart(t, "--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.dashboard.enabled=true",
+		"--set", "reservationMode=Pods", "--set", anySource) {
 		switch {
 		case o.GetKind() == "PrometheusRule":
 			data, err := yaml.Marshal(o.Object["spec"])
@@ -93,8 +95,10 @@ func monitoringSelectors(t *testing.T) []promSelector {
 	return sels
 }
 
-// targetLabels are those Prometheus adds to every series it scrapes.
-var targetLabels = []string{"job", "namespace", "instance", "pod", "service", "endpoint", "container"}
+// targetLabels are those Prometheus adds to every series it scrapes, and
+// cluster, which a multi-cluster Prometheus (external labels, Thanos,
+// Mimir) adds: the dashboard selects on it, matching series without it too.
+var targetLabels = []string{"job", "namespace", "instance", "pod", "service", "endpoint", "container", "cluster"}
 
 // checkMonitoring holds the chart's alerts and dashboard to what replica r,
 // the real tandem-scheduler binary after a run, serves on /metrics: every
@@ -119,7 +123,11 @@ func (e *env) checkMonitoring(r *replica) {
 			source = "pkg/metrics"
 		}
 		if !ok {
-			t.Errorf("%s selects %s, which tandem-scheduler does not export (not on %s's /metrics, not in pkg/metrics)", s.Origin, s.Metric, r.name)
+			have, ok = webhook.LabelNames(s.Metric)
+			source = "tandem-webhook (pkg/webhook)"
+		}
+		if !ok {
+			t.Errorf("%s selects %s, which neither tandem-scheduler nor tandem-webhook exports (not on %s's /metrics, not in pkg/metrics or pkg/webhook)", s.Origin, s.Metric, r.name)
 			continue
 		}
 		for _, l := range want {
@@ -130,31 +138,45 @@ func (e *env) checkMonitoring(r *replica) {
 	}
 }
 
-// scrape reads r's /metrics as Prometheus does, with a ServiceAccount token
-// allowed to get /metrics, and returns each series name's label names.
+// scrape reads r's /metrics as Prometheus does with the chart's
+// ServiceMonitor: with a token of the ServiceAccount whose token Secret the
+// ServiceMonitor's authorization names, given only the chart's rights for
+// it, and returns each series name's label names. (The local control plane
+// runs no token controller to fill that Secret: the token is requested for
+// the same ServiceAccount.)
 func (e *env) scrape(r *replica) map[string][]string {
 	t := e.t
 	t.Helper()
-	name := "scraper-" + e.ns
-	if _, err := e.client.CoreV1().ServiceAccounts(e.ns).Create(e.ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	objs := byKey(renderChart(t, "--set", "metrics.serviceMonitor.enabled=true"))
+	monitor := objs["ServiceMonitor/"+releaseNamespace+"/"+releaseName]
+	if monitor == nil {
+		t.Fatal("the chart rendered no ServiceMonitor")
 	}
-	if _, err := e.client.RbacV1().ClusterRoles().Create(e.ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	endpoints, _, _ := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
+	if len(endpoints) != 1 {
+		t.Fatalf("ServiceMonitor endpoints %v, want one", endpoints)
 	}
-	t.Cleanup(func() { _ = e.client.RbacV1().ClusterRoles().Delete(e.ctx, name, metav1.DeleteOptions{}) })
-	if _, err := e.client.RbacV1().ClusterRoleBindings().Create(e.ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: e.ns}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	endpoint := endpoints[0].(map[string]any)
+	if _, ok := endpoint["bearerTokenFile"]; ok {
+		t.Error("the ServiceMonitor uses bearerTokenFile, which the Prometheus Operator deprecates")
 	}
-	t.Cleanup(func() { _ = e.client.RbacV1().ClusterRoleBindings().Delete(e.ctx, name, metav1.DeleteOptions{}) })
-	token, err := e.client.CoreV1().ServiceAccounts(e.ns).CreateToken(e.ctx, "scraper", &authenticationv1.TokenRequest{
+	secretName, _, _ := unstructured.NestedString(endpoint, "authorization", "credentials", "name")
+	key, _, _ := unstructured.NestedString(endpoint, "authorization", "credentials", "key")
+	secret := objs["Secret/"+releaseNamespace+"/"+secretName]
+	if secret == nil || key != "token" || secret.Object["type"] != string(v1.SecretTypeServiceAccountToken) {
+		t.Fatalf("the ServiceMonitor's credentials %s/%s: want key token of a rendered ServiceAccount token Secret", secretName, key)
+	}
+	reader := secret.GetAnnotations()[v1.ServiceAccountNameKey]
+	var rbac []*unstructured.Unstructured
+	for _, k := range []string{"ServiceAccount/" + releaseNamespace + "/" + reader, "ClusterRole//" + reader, "ClusterRoleBinding//" + reader} {
+		o := objs[k]
+		if o == nil {
+			t.Fatalf("the chart rendered no %s for the ServiceMonitor's token", k)
+		}
+		rbac = append(rbac, o)
+	}
+	applyServerSide(t, e.ctx, rbac, "tandem-helm")
+	token, err := e.client.CoreV1().ServiceAccounts(releaseNamespace).CreateToken(e.ctx, reader, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -214,7 +236,7 @@ func (e *env) scrape(r *replica) map[string][]string {
 func TestAlertsLinkToTheirRunbooks(t *testing.T) {
 	const base = "https://docs.example.test/tandem/troubleshooting.md"
 	var groups []any
-	for _, o := range renderChart(t, "--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.prometheusRule.runbookBaseURL="+base) {
+	for _, o := range renderChart(t, "--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.prometheusRule.runbookBaseURL="+base, "--set", "reservationMode=Pods", "--set", anySource) {
 		if o.GetKind() == "PrometheusRule" {
 			groups, _, _ = unstructured.NestedSlice(o.Object, "spec", "groups")
 		}
