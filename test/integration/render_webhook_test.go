@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -347,5 +348,22 @@ func TestKustomizePodsIsTheChartsPodsMode(t *testing.T) {
 	delete(pods, "Namespace//"+releaseNamespace)
 	if diff := cmp.Diff(chart, pods); diff != "" {
 		t.Errorf("helm template --set reservationMode=Pods and %s differ (-helm,+kustomize):\n%s", kustomizePods, diff)
+	}
+}
+
+// Issue 40: on CNIs whose pod IPs a managed control plane cannot reach the
+// webhook must serve on the nodes' network; webhook.hostNetwork does that
+// (with the DNS policy a host-network pod needs to resolve Services), and
+// the default stays on the pod network.
+func TestWebhookHostNetwork(t *testing.T) {
+	for _, host := range []bool{false, true} {
+		objs := byKey(renderChart(t, "--set", "reservationMode=Pods", "--set", anySource, "--set", fmt.Sprintf("webhook.hostNetwork=%v", host)))
+		spec := object[appsv1.Deployment](t, objs, webhookDeployment).Spec.Template.Spec
+		if spec.HostNetwork != host {
+			t.Errorf("webhook.hostNetwork=%v: the pods' hostNetwork is %v", host, spec.HostNetwork)
+		}
+		if want := map[bool]v1.DNSPolicy{false: "", true: v1.DNSClusterFirstWithHostNet}[host]; spec.DNSPolicy != want {
+			t.Errorf("webhook.hostNetwork=%v: dnsPolicy %q, want %q", host, spec.DNSPolicy, want)
+		}
 	}
 }
