@@ -29,7 +29,9 @@ KUBE_MINOR="${KUBE_MINOR:-${TANDEM_KUBE_VERSIONS[-1]}}"
 kube_version="$(tandem::version::of_minor "$(echo "${KUBE_MINOR}" | cut -d. -f1,2)")"
 module_dir="$(tandem::version::checked_module_dir "${kube_version}")"
 tags="$(tandem::version::tags "${kube_version}")"
-ldflags="$(tandem::version::ldflags "${kube_version}")"
+# Stripped (-s -w: no symbol table, no DWARF), as Kubernetes' own release
+# binaries are; stack traces keep their function names and lines.
+ldflags="$(tandem::version::ldflags "${kube_version}") -s -w"
 IMAGE_TAG="${IMAGE_TAG:-$(tandem::version::image_tag "${kube_version}")}"
 echo "building images ${IMAGE_TAG}: tandem ${TANDEM_VERSION} with kube-scheduler ${kube_version} (${module_dir#"$(pwd)/"})"
 
