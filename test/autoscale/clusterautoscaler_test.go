@@ -14,7 +14,7 @@ import (
 
 // TestClusterAutoscalerNodeRegisters is the simulator's half of a node that
 // Cluster Autoscaler's KWOK provider launches (the autoscaler itself cannot
-// be built in CI; its runs are in docs/autoscaling.md): a Node made from a
+// be built in CI; its runs are in docs/autoscaling-lab.md): a Node made from a
 // node group's template, named and marked as the provider marks the nodes it
 // creates, has the not-ready taint and no hostname, and nothing adopts it;
 // Register gives it its hostname and removes the taint, and the kubelet
