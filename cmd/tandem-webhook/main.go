@@ -77,15 +77,15 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	handler := webhook.NewHandler(client, webhook.Options{RunnerPodLabel: *label, Namespaces: *namespaces})
+	// The placeholders are listed before the port opens: the probes fail
+	// (connection refused) until then.
+	if err := handler.Start(ctx); err != nil {
+		return err
+	}
 	address := net.JoinHostPort(*bindAddress, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", address)
 	if err != nil {
-		return err
-	}
-	handler := webhook.NewHandler(client, webhook.Options{RunnerPodLabel: *label, Namespaces: *namespaces})
-	// The placeholders are listed before the first review is served: the
-	// readiness probe fails until then.
-	if err := handler.Start(ctx); err != nil {
 		return err
 	}
 	logger.Info("Serving", "address", address, "runnerPodLabel", *label, "namespaces", *namespaces, "version", version.Get().GitVersion)

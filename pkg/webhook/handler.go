@@ -35,7 +35,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -296,23 +298,30 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	// has a generated one.
 	cached, watched := h.placeholders.on(pod.Namespace, pod.Spec.NodeName)
 	if !watched {
-		logger.V(4).Info("Namespace is not a runner namespace; nothing to release")
+		logger.V(2).Info("Pinned pod of a namespace the webhook does not watch (--namespaces); nothing released")
 		return resp, outcomeNone
 	}
-	holds := placeholdersOf(cached, runnerName, pod.Spec.NodeName)
-	if len(holds) == 0 {
+	list := func() ([]*v1.Pod, error) {
 		list, err := pods.List(ctx, metav1.ListOptions{
 			LabelSelector: contract.PlaceholderLabel + "=true",
 			FieldSelector: fields.OneTermEqualSelector("spec.nodeName", pod.Spec.NodeName).String(),
 		})
 		if err != nil {
-			return h.failed(logger, resp, stepGetPlaceholder, err, "cannot list the placeholders of runner "+runnerName)
+			return nil, err
 		}
 		listed := make([]*v1.Pod, len(list.Items))
 		for i := range list.Items {
 			listed[i] = &list.Items[i]
 		}
-		holds = placeholdersOf(listed, runnerName, pod.Spec.NodeName)
+		return placeholdersOf(listed, runnerName, pod.Spec.NodeName), nil
+	}
+	holds := placeholdersOf(cached, runnerName, pod.Spec.NodeName)
+	fromCache := len(holds) > 0
+	if !fromCache {
+		var err error
+		if holds, err = list(); err != nil {
+			return h.failed(logger, resp, stepGetPlaceholder, err, "cannot list the placeholders of runner "+runnerName)
+		}
 	}
 	if len(holds) == 0 {
 		logger.V(4).Info("No placeholder to release")
@@ -327,38 +336,63 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if err != nil {
 		return h.failed(logger, resp, stepGetRunner, err, "cannot read the runner pod "+runnerName)
 	}
-	var deleted []string
-	for _, hold := range holds {
-		if !contract.IsPlaceholderOf(hold, runner) {
-			// Another incarnation's placeholder: not ours to delete.
-			logger.V(2).Info("Pod is not the placeholder of this runner incarnation; left alone", "placeholder", klog.KObj(hold), "runnerUID", runner.UID)
-			continue
+	tried := map[types.UID]bool{}
+	deleted, err := h.release(ctx, logger, pods, holds, runner, tried)
+	if err == nil && len(deleted) == 0 && fromCache {
+		// What the cache showed was stale: a placeholder since replaced
+		// under its name (tandem re-creates a lost one), or one of an
+		// earlier runner of the name while the new one's is not shown yet.
+		// The apiserver says what is there now.
+		if holds, err = list(); err != nil {
+			return h.failed(logger, resp, stepGetPlaceholder, err, "cannot list the placeholders of runner "+runnerName)
 		}
-		// Every one of them: more than one holds the runner's room twice
-		// (one the worker made under another name when the first's was
-		// taken, or one that is not tandem's and claims to be).
-		err = pods.Delete(ctx, hold.Name, metav1.DeleteOptions{
-			GracePeriodSeconds: ptr.To[int64](0),
-			Preconditions:      &metav1.Preconditions{UID: &hold.UID},
-		})
-		switch {
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			// Gone already (tandem's fallback, garbage collection), or
-			// replaced by another pod of that name since the list.
-			logger.V(2).Info("Placeholder already gone", "placeholder", klog.KObj(hold), "err", err)
-			continue
-		case err != nil:
-			return h.failed(logger, resp, stepDelete, err, "cannot delete the placeholder "+hold.Name)
-		}
-		placeholdersDeleted.Inc()
-		logger.V(2).Info("Released the runner's placeholder for its pinned pod", "placeholder", klog.KObj(hold), "node", pod.Spec.NodeName)
-		deleted = append(deleted, hold.Namespace+"/"+hold.Name)
+		deleted, err = h.release(ctx, logger, pods, holds, runner, tried)
+	}
+	if err != nil {
+		return h.failed(logger, resp, stepDelete, err, "cannot delete a placeholder of runner "+runnerName)
 	}
 	if len(deleted) == 0 {
 		return resp, outcomeNone
 	}
 	resp.AuditAnnotations = map[string]string{"placeholder-deleted": strings.Join(deleted, ",")}
 	return resp, outcomeDeleted
+}
+
+// release deletes those of holds that are placeholders of the runner
+// incarnation runner and not in tried, noting each UID in tried, and
+// returns those it deleted ("namespace/name"). Every one of them: more than
+// one holds the runner's room twice (one the worker made under another name
+// when the first's was taken, or one that is not tandem's and claims to be).
+func (h *Handler) release(ctx context.Context, logger klog.Logger, pods typedcorev1.PodInterface, holds []*v1.Pod, runner *v1.Pod, tried map[types.UID]bool) ([]string, error) {
+	var deleted []string
+	for _, hold := range holds {
+		if tried[hold.UID] {
+			continue
+		}
+		tried[hold.UID] = true
+		if !contract.IsPlaceholderOf(hold, runner) {
+			// Another incarnation's placeholder: not ours to delete.
+			logger.V(2).Info("Pod is not the placeholder of this runner incarnation; left alone", "placeholder", klog.KObj(hold), "runnerUID", runner.UID)
+			continue
+		}
+		err := pods.Delete(ctx, hold.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: ptr.To[int64](0),
+			Preconditions:      &metav1.Preconditions{UID: &hold.UID},
+		})
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// Gone already (tandem's fallback, garbage collection), or
+			// replaced by another pod of that name since it was read.
+			logger.V(2).Info("Placeholder already gone", "placeholder", klog.KObj(hold), "err", err)
+			continue
+		case err != nil:
+			return deleted, fmt.Errorf("deleting placeholder %s: %w", hold.Name, err)
+		}
+		placeholdersDeleted.Inc()
+		logger.V(2).Info("Released the runner's placeholder for its pinned pod", "placeholder", klog.KObj(hold), "node", hold.Spec.NodeName)
+		deleted = append(deleted, hold.Namespace+"/"+hold.Name)
+	}
+	return deleted, nil
 }
 
 // placeholdersOf returns the pods of pods that are placeholders of the

@@ -113,7 +113,7 @@ func TestReview(t *testing.T) {
 			objects:     []runtime.Object{runnerPod(), placeholderOf("runner-1", node)},
 			pod:         workflowPod(),
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"get " + runner},
+			wantCalls:   []string{"get " + runner, "list pods"},
 		},
 		"a pod named like the placeholder that is not one is left alone": {
 			objects:     []runtime.Object{runnerPod(), notPlaceholder},
@@ -189,14 +189,14 @@ func TestReview(t *testing.T) {
 			pod:         workflowPod(),
 			fail:        map[string]error{"delete": apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, runner+"-hold")},
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"get " + runner, "delete " + runner + "-hold"},
+			wantCalls:   []string{"get " + runner, "delete " + runner + "-hold", "list pods"},
 		},
 		"placeholder replaced meanwhile (UID precondition conflict)": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
 			pod:         workflowPod(),
 			fail:        map[string]error{"delete": apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, runner+"-hold", errBoom)},
 			wantOutcome: outcomeNone,
-			wantCalls:   []string{"get " + runner, "delete " + runner + "-hold"},
+			wantCalls:   []string{"get " + runner, "delete " + runner + "-hold", "list pods"},
 		},
 		"delete fails: allowed with a warning": {
 			objects:     []runtime.Object{runnerPod(), placeholderOf(runnerID, node)},
@@ -521,5 +521,50 @@ func TestSourcesAreLoggedOnceAndBounded(t *testing.T) {
 	}
 	if seen, _ := s.seenBefore("10.0.1.1"); !seen || len(s.hosts) != maxSources {
 		t.Errorf("beyond %d addresses one more is remembered (%d)", maxSources, len(s.hosts))
+	}
+}
+
+// The informers' view can lag (a watch broken by an apiserver restart):
+// what they show must not stop a review from releasing what is really
+// there, as the live list of every review did. Two cases a review found
+// in the cache and released nothing: the placeholder was lost and
+// re-created under its name (the cached UID fails the delete's
+// precondition), and ARC re-created the runner (the cache shows the earlier
+// incarnation's placeholder, not the new one's). Then the apiserver is
+// asked, and the real placeholder goes.
+func TestReviewOfAStaleCache(t *testing.T) {
+	stale := func(p *v1.Pod) *v1.Pod { p.UID = "stale-" + p.UID; return p }
+	for name, tc := range map[string]struct {
+		cached, live *v1.Pod
+	}{
+		"placeholder re-created under its name": {cached: stale(placeholderOf(runnerID, node)), live: placeholderOf(runnerID, node)},
+		"runner re-created":                     {cached: placeholderOf("runner-1", node), live: renamed(placeholderOf(runnerID, node), runner+"-hold-x7k2q", "")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			client := fake.NewClientset(runnerPod(), tc.live)
+			// The apiserver's precondition: a delete of another UID conflicts.
+			client.PrependReactor("delete", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				d := a.(clienttesting.DeleteAction)
+				obj, err := client.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), d.GetNamespace(), d.GetName())
+				if err != nil {
+					return true, nil, err
+				}
+				if pre := d.GetDeleteOptions().Preconditions; pre != nil && pre.UID != nil && *pre.UID != obj.(*v1.Pod).UID {
+					return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, d.GetName(), errors.New("UID precondition"))
+				}
+				return false, nil, nil
+			})
+			h := NewHandler(client, Options{})
+			// Not started: its cache holds what the test puts there.
+			if err := h.placeholders.informers[metav1.NamespaceAll].GetIndexer().Add(tc.cached); err != nil {
+				t.Fatal(err)
+			}
+			if _, outcome := h.Review(t.Context(), createRequest(t, workflowPod())); outcome != outcomeDeleted {
+				t.Errorf("outcome %q, want %q", outcome, outcomeDeleted)
+			}
+			if _, err := client.CoreV1().Pods(testNS).Get(t.Context(), tc.live.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("the runner's placeholder %s is still there (%v)", tc.live.Name, err)
+			}
+		})
 	}
 }

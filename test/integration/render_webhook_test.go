@@ -91,9 +91,20 @@ func TestWebhookNetworkPolicy(t *testing.T) {
 	if _, ok := byKey(renderChart(t, "--set", "reservationMode=Pods", "--set", "webhook.networkPolicy.enabled=false"))[webhookPolicyKey]; ok {
 		t.Error("networkPolicy.enabled=false renders the policy")
 	}
+	// The ServiceMonitor scrapes the webhook on the same port: with `from`
+	// set, Prometheus must be named too (metricsFrom), in a rule of its own.
+	monitored := filepath.Join(t.TempDir(), "monitored.yaml")
+	if err := os.WriteFile(monitored, []byte("metrics: {serviceMonitor: {enabled: true}}\nwebhook:\n  networkPolicy:\n    from: [{ipBlock: {cidr: 10.0.0.0/24}}]\n    metricsFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	policy := object[networkingv1.NetworkPolicy](t, byKey(renderChart(t, "--set", "reservationMode=Pods", "--values", monitored)), webhookPolicyKey)
+	if len(policy.Spec.Ingress) != 2 || len(policy.Spec.Ingress[1].From) != 1 || policy.Spec.Ingress[1].From[0].NamespaceSelector == nil {
+		t.Errorf("with a ServiceMonitor and metricsFrom: ingress %+v, want the apiserver's rule and Prometheus's", policy.Spec.Ingress)
+	}
 	for name, args := range map[string][]string{
-		"neither from nor allowAnySource": {"--set", "reservationMode=Pods"},
-		"both from and allowAnySource":    {"--set", "reservationMode=Pods", "--set", anySource, "--values", values},
+		"a ServiceMonitor, from, no metricsFrom": {"--set", "reservationMode=Pods", "--values", values, "--set", "metrics.serviceMonitor.enabled=true"},
+		"neither from nor allowAnySource":        {"--set", "reservationMode=Pods"},
+		"both from and allowAnySource":           {"--set", "reservationMode=Pods", "--set", anySource, "--values", values},
 	} {
 		args = append([]string{"--release", releaseName, "--namespace", releaseNamespace}, append(args, repoPath(t, chartDir))...)
 		if _, stderr, err := tryTool(t, "render-chart", args...); err == nil {
@@ -353,17 +364,28 @@ func TestKustomizePodsIsTheChartsPodsMode(t *testing.T) {
 
 // Issue 40: on CNIs whose pod IPs a managed control plane cannot reach the
 // webhook must serve on the nodes' network; webhook.hostNetwork does that
-// (with the DNS policy a host-network pod needs to resolve Services), and
-// the default stays on the pod network.
+// (with the DNS policy a host-network pod needs to resolve Services, and a
+// rollout that does not surge onto a node whose port a replica holds), and
+// the default stays on the pod network. A NetworkPolicy does nothing for
+// host-network pods: with one enabled the chart does not render.
 func TestWebhookHostNetwork(t *testing.T) {
 	for _, host := range []bool{false, true} {
-		objs := byKey(renderChart(t, "--set", "reservationMode=Pods", "--set", anySource, "--set", fmt.Sprintf("webhook.hostNetwork=%v", host)))
-		spec := object[appsv1.Deployment](t, objs, webhookDeployment).Spec.Template.Spec
+		objs := byKey(renderChart(t, "--set", "reservationMode=Pods", "--set", anySource, "--set", fmt.Sprintf("webhook.hostNetwork=%v", host),
+			"--set", fmt.Sprintf("webhook.networkPolicy.enabled=%v", !host)))
+		d := object[appsv1.Deployment](t, objs, webhookDeployment)
+		spec := d.Spec.Template.Spec
+		if host && (d.Spec.Strategy.RollingUpdate == nil || d.Spec.Strategy.RollingUpdate.MaxSurge.IntValue() != 0) {
+			t.Errorf("webhook.hostNetwork=true: strategy %+v, want no surge (a replica holds the port on its node)", d.Spec.Strategy)
+		}
 		if spec.HostNetwork != host {
 			t.Errorf("webhook.hostNetwork=%v: the pods' hostNetwork is %v", host, spec.HostNetwork)
 		}
 		if want := map[bool]v1.DNSPolicy{false: "", true: v1.DNSClusterFirstWithHostNet}[host]; spec.DNSPolicy != want {
 			t.Errorf("webhook.hostNetwork=%v: dnsPolicy %q, want %q", host, spec.DNSPolicy, want)
 		}
+	}
+	args := []string{"--release", releaseName, "--namespace", releaseNamespace, "--set", "reservationMode=Pods", "--set", anySource, "--set", "webhook.hostNetwork=true", repoPath(t, chartDir)}
+	if _, stderr, err := tryTool(t, "render-chart", args...); err == nil || !strings.Contains(stderr, "networkPolicy.enabled=false") {
+		t.Errorf("webhook.hostNetwork with the NetworkPolicy enabled: err %v, %q; want an error that says to disable it", err, stderr)
 	}
 }
