@@ -68,8 +68,8 @@ func (f *Feeder) watchRejections(ctx context.Context) {
 	factory.Start(ctx.Done())
 }
 
-// onRejected counts a runner's workflow or step pod that a kubelet
-// rejected, and tells its runner.
+// onRejected counts a workflow or step pod of a runner holding a
+// reservation that a kubelet rejected, and tells its runner.
 func (f *Feeder) onRejected(logger klog.Logger, pod *v1.Pod) {
 	if !rejectedByKubelet(pod) || !f.leader.IsLeader() {
 		return
@@ -78,11 +78,21 @@ func (f *Feeder) onRejected(logger klog.Logger, pod *v1.Pod) {
 	if !ok {
 		return
 	}
+	// Only a pod of a runner that holds a reservation, of its incarnation
+	// and on its node: the label is anyone's to write, in any namespace,
+	// and a job must not put a Warning on another runner.
+	if r, ok := f.store.Get(runner); !ok || r.Node != pod.Spec.NodeName || !r.Owns(pod) {
+		return
+	}
 	metrics.WorkflowPodsRejected.WithLabelValues(metrics.RejectedReason(pod.Status.Reason)).Inc()
 	logger.Info("A runner's workflow or step pod was rejected by the kubelet", "pod", klog.KObj(pod), "runner", runner, "node", pod.Spec.NodeName, "reason", pod.Status.Reason, "message", pod.Status.Message)
 	if r, err := f.pods.Pods(runner.Namespace).Get(runner.Name); err == nil {
-		f.warn(r, contract.ReasonRejectedByKubelet, "Admit", fmt.Sprintf("The kubelet of node %s rejected pod %s: %s: %s",
-			pod.Spec.NodeName, pod.Name, pod.Status.Reason, strings.TrimPrefix(pod.Status.Message, rejectedPrefix)))
+		// The rejected pod is the event's related object: an event per
+		// pod, where the same reason on the runner would be one series.
+		if rec := f.recorder(r); rec != nil {
+			rec.Eventf(r, pod, v1.EventTypeWarning, contract.ReasonRejectedByKubelet, "Admit", "%s", Truncate(fmt.Sprintf(
+				"The kubelet of node %s rejected pod %s: %s: %s", pod.Spec.NodeName, pod.Name, pod.Status.Reason, strings.TrimPrefix(pod.Status.Message, rejectedPrefix))))
+		}
 	}
 }
 
@@ -105,12 +115,9 @@ func (f *Feeder) onPodAdd(logger klog.Logger, obj any) {
 	if !ok || r.Node != pod.Spec.NodeName || !r.Owns(pod) {
 		return
 	}
-	// Of: the informer's, being deleted or not. One being deleted was
-	// released (by the webhook, with grace 0, its delete comes at once).
-	hold := f.placeholders.Of(runner, r.RunnerUID)
-	if hold != nil && (hold.DeletionTimestamp != nil || hold.Spec.NodeName != pod.Spec.NodeName) {
-		hold = nil
-	}
+	// One being deleted was released (by the webhook, with grace 0, its
+	// delete comes at once).
+	hold := f.placeholders.OnNode(runner, r.RunnerUID, pod.Spec.NodeName)
 	if hold == nil || !f.firstWarning(pod.UID, contract.ReasonPlaceholderNotReleased) {
 		return
 	}

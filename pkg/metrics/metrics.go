@@ -229,5 +229,12 @@ var (
 func Register() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(Reservations, ReservedResources, ClaimDuration, Releases, Repairs, PairPods, PlaceholderPods, WorkflowPodsRejected)
+		// The series alerts count with increase() exist from the start, at
+		// 0: a counter whose series appears at 1 shows no increase, and the
+		// first rejection (or late release) would go unalerted.
+		for _, reason := range append(slices.Clone(rejectedReasons), RejectedOther) {
+			WorkflowPodsRejected.WithLabelValues(reason)
+		}
+		PlaceholderPods.WithLabelValues(PlaceholderReleasedLate)
 	})
 }

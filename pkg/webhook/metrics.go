@@ -98,5 +98,13 @@ var registerOnce sync.Once
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(reviews, placeholdersDeleted, admissionErrors, reviewDuration)
+		// The series the alerts count with increase() exist from the start,
+		// at 0: one that appears at 1 shows no increase.
+		for _, step := range []string{stepDecode, stepGetPlaceholder, stepGetRunner, stepDelete} {
+			admissionErrors.WithLabelValues(step)
+		}
+		for _, outcome := range []string{outcomeDeleted, outcomeNone, outcomeError, outcomeSaturated} {
+			reviews.WithLabelValues(outcome)
+		}
 	})
 }

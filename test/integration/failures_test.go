@@ -93,14 +93,37 @@ func TestKubeletRejectionIsReported(t *testing.T) {
 	// same informer then delivers a step pod's rejection: once that is
 	// counted, so is whatever the second update did.
 	reject(wf, "OutOfcpu", "Pod was rejected: Node didn't have enough resource: cpu (again)")
-	step := e.create("r1-step", podSpec{cpu: "1", node: node, workflowOf: "r1"})
 	other := metrics.WorkflowPodsRejected.WithLabelValues(metrics.RejectedOther)
 	otherBefore := counterValue(t, other)
+	// A pod of another namespace labelled as r1's is no pod of r1's: its
+	// rejection is not counted, and r1 is not told.
+	e.ensureNamespace(e.ns + "-impostor")
+	impostor, err := e.client.CoreV1().Pods(e.ns+"-impostor").Create(e.ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "r1-workflow", Labels: map[string]string{"runner-pod": "r1"}},
+		Spec:       v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "c", Image: "image"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	impostor.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfnvidia.com/gpu", Message: "Pod was rejected: forged"}
+	if _, err := e.client.CoreV1().Pods(impostor.Namespace).UpdateStatus(e.ctx, impostor, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step := e.create("r1-step", podSpec{cpu: "1", node: node, workflowOf: "r1"})
 	reject(step, "OutOfnvidia.com/gpu", "Pod was rejected: Node didn't have enough resource: nvidia.com/gpu")
-	e.poll("the step pod's rejection is counted as Other", func() (bool, error) { return counterValue(t, other)-otherBefore == 1, nil })
+	// The step pod's event comes after its count, and the informer delivers
+	// the impostor's rejection before the step pod's: once r1 has both
+	// events, everything is counted.
+	e.poll("r1 is told of its step pod's rejection too", func() (bool, error) {
+		return e.countEvents("r1", contract.ReasonRejectedByKubelet) == 2, nil
+	})
 	if got := counterValue(t, rejected) - before; got != 1 {
 		t.Errorf("workflow_pods_rejected_total{reason=OutOfcpu} grew by %v, want 1", got)
 	}
+	if got := counterValue(t, other) - otherBefore; got != 1 {
+		t.Errorf("workflow_pods_rejected_total{reason=Other} grew by %v, want 1 (the step pod; not the impostor)", got)
+	}
+
 	if strings.Contains(note, "Pod was rejected: ") {
 		t.Errorf("the runner's warning repeats the kubelet's prefix: %q", note)
 	}

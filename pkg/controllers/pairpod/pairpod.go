@@ -203,7 +203,11 @@ func (p *Controller) sync(ctx context.Context, key podworker.RunnerKey) error {
 	}
 	if created.pod != nil && time.Since(created.at) < createdTrust &&
 		created.pod.Annotations[contract.PairSizeAnnotation] == want.Annotations[contract.PairSizeAnnotation] {
-		return nil // created, not shown yet
+		// Created, not shown yet; looked at again when it shows, or when
+		// the trust ends if it never does (deleted before the informer
+		// saw it).
+		p.Keys.AddAfter(key, createdTrust-time.Since(created.at))
+		return nil
 	}
 	made, err := p.client.CoreV1().Pods(key.Namespace).Create(ctx, want, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

@@ -223,6 +223,17 @@ func (p *Controller) Of(runner types.NamespacedName, uid types.UID) *v1.Pod {
 	return nil
 }
 
+// OnNode returns a placeholder of the runner incarnation the informer shows
+// on node and not being deleted, if any.
+func (p *Controller) OnNode(runner types.NamespacedName, uid types.UID, node string) *v1.Pod {
+	for _, pod := range p.allOf(runner, uid) {
+		if pod.DeletionTimestamp == nil && pod.Spec.NodeName == node {
+			return pod
+		}
+	}
+	return nil
+}
+
 // allOf returns the placeholders of the runner incarnation the informer
 // shows: one, unless the worker made a second under another name while the
 // first was not shown yet.
