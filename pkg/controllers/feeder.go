@@ -113,8 +113,6 @@ type Cluster interface {
 	// SharedInformerFactory is nil in unit tests without informers.
 	SharedInformerFactory() informers.SharedInformerFactory
 	Activate(logger klog.Logger, pods map[string]*v1.Pod)
-	// EventRecorder is the profile's.
-	EventRecorder() events.EventRecorder
 }
 
 // Config is what the first profile's args set for the controllers.

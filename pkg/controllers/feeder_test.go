@@ -316,7 +316,7 @@ func TestJoinStartsNothing(t *testing.T) {
 	client := fake.NewClientset()
 	c := &informerCluster{client: client, informers: informers.NewSharedInformerFactory(client, 0)}
 	f := NewFeeder(nil)
-	if _, _, err := f.Join(ctx, c, "test", tandemtest.PairPodArgs()); err != nil {
+	if _, _, err := f.Join(ctx, c, c.EventRecorder(), "test", tandemtest.PairPodArgs()); err != nil {
 		t.Fatal(err)
 	}
 	// Found in review: the test called join and counted Join's goroutines

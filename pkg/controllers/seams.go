@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 
+	"k8s.io/client-go/tools/events"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientset "k8s.io/client-go/kubernetes"
@@ -109,10 +111,13 @@ type Holder interface {
 }
 
 // Join adds the tandem profile name of the scheduler c, configured by args
-// (validated), and returns its seams. The first profile's Join registers
-// the informer handlers and builds the controllers, which Run runs.
-func (f *Feeder) Join(ctx context.Context, c Cluster, name string, args *config.WorkflowReservationArgs) (Classifier, Holder, error) {
-	p, err := NewProfile(name, args, c.EventRecorder())
+// (validated), with the profile's event recorder, and returns its seams.
+// The first profile's Join registers the informer handlers and builds the
+// controllers, which Run runs. (The recorder is an argument, not a method of
+// Cluster: the framework's Handle returns an events.EventRecorderLogger from
+// 1.36 on, an events.EventRecorder before; either is an EventRecorder.)
+func (f *Feeder) Join(ctx context.Context, c Cluster, recorder events.EventRecorder, name string, args *config.WorkflowReservationArgs) (Classifier, Holder, error) {
+	p, err := NewProfile(name, args, recorder)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
@@ -94,7 +95,7 @@ type WorkflowReservation struct {
 // per scheduler, built and run by its command (controllers.Feeder). Join
 // returns the joining profile's two seams.
 type Controllers interface {
-	Join(ctx context.Context, c controllers.Cluster, profile string, args *config.WorkflowReservationArgs) (controllers.Classifier, controllers.Holder, error)
+	Join(ctx context.Context, c controllers.Cluster, recorder events.EventRecorder, profile string, args *config.WorkflowReservationArgs) (controllers.Classifier, controllers.Holder, error)
 }
 
 // New initializes a plugin that leads always, shares its reservations with
@@ -154,7 +155,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c Controll
 		return nil, err
 	}
 	metrics.Register()
-	if pl.pods, pl.room, err = c.Join(ctx, h, pl.profile, args); err != nil {
+	if pl.pods, pl.room, err = c.Join(ctx, h, h.EventRecorder(), pl.profile, args); err != nil {
 		return nil, err
 	}
 	pl.store = pl.room.Store()
