@@ -213,7 +213,7 @@ VERSION ?=
 release:
 	VERSION=$(VERSION) hack/release.sh
 
-## test-release: a small release (1.35, linux/amd64 images, every kubectl-tandem) built twice and compared byte for byte; make test runs it
+## test-release: a small release (the newest Kubernetes minor, linux/amd64 images, kubectl-tandem for linux/amd64 and darwin/arm64) built twice and compared byte for byte; make test runs it
 .PHONY: test-release
 test-release:
 	hack/test-release.sh
