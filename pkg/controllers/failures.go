@@ -32,8 +32,9 @@ func rejectedByKubelet(pod *v1.Pod) bool {
 	return pod.Status.Phase == v1.PodFailed && strings.HasPrefix(pod.Status.Message, rejectedPrefix)
 }
 
-// watchRejections watches the runners' failed workflow and step pods (the
-// runner-pod label, phase Failed) until ctx ends, for onRejected: the
+// watchRejections watches failed pods labelled as runners' workflow and
+// step pods (the runner-pod label, phase Failed) until ctx ends, for
+// onRejected: the
 // scheduler's pod informer lists no terminal pod (a pod that fails leaves it
 // with a delete carrying its last state before the failure), so it cannot
 // tell a rejection. Failed pods that exist when it starts are not counted
@@ -79,8 +80,10 @@ func (f *Feeder) onRejected(logger klog.Logger, pod *v1.Pod) {
 		return
 	}
 	// Only a pod of a runner that holds a reservation, of its incarnation
-	// and on its node: the label is anyone's to write, in any namespace,
-	// and a job must not put a Warning on another runner.
+	// and on its node: the label is anyone's to write, in any namespace.
+	// (A job in the runner's namespace can still make a pod that passes:
+	// labelled with another runner's name, created after it, pinned to its
+	// node; the admission policy's runner-label rule is what stops that.)
 	if r, ok := f.store.Get(runner); !ok || r.Node != pod.Spec.NodeName || !r.Owns(pod) {
 		return
 	}

@@ -121,6 +121,7 @@ func (f *Feeder) Join(ctx context.Context, c Cluster, recorder events.EventRecor
 	if err != nil {
 		return nil, nil, err
 	}
+	metrics.RegisterProfile(name)
 	// The scheduler's, so the same in every profile.
 	f.waiting.SetBackoff(args.PodInitialBackoffSeconds, args.PodMaxBackoffSeconds)
 	if err := f.join(ctx, c, p, args.HookTemplateNamespaces, ConfigOf(args)); err != nil {

@@ -28,7 +28,7 @@ func TestLabelNamesMatchTheCollectors(t *testing.T) {
 // series that appears at 1: the series they count exist at 0 from the
 // start.
 func TestAlertedSeriesStartAtZero(t *testing.T) {
-	Register()
+	RegisterProfile("p1")
 	// Gathered, not asked for: WithLabelValues would make the series.
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
@@ -36,7 +36,9 @@ func TestAlertedSeriesStartAtZero(t *testing.T) {
 	}
 	want := map[string][]string{
 		Subsystem + "_workflow_pods_rejected_total": {"OutOfcpu", "OutOfmemory", "OutOfephemeral-storage", "OutOfpods", RejectedOther},
-		Subsystem + "_placeholder_pods_total":       {PlaceholderReleasedLate},
+		Subsystem + "_placeholder_pods_total":       {PlaceholderReleasedLate, PlaceholderLost, PlaceholderFailed},
+		Subsystem + "_pair_pods_total":              {PairPodFailed},
+		Subsystem + "_repairs_total":                slices.Clone(repairKinds),
 	}
 	for _, f := range families {
 		values, ok := want[f.GetName()]

@@ -148,14 +148,14 @@ var (
 		podActionLabels,
 	)
 
-	// WorkflowPodsRejected counts runners' workflow and step pods that a
-	// kubelet rejected at admission (Failed, "Pod was rejected: ..."), by
+	// WorkflowPodsRejected counts the workflow and step pods of runners
+	// holding a reservation that a kubelet rejected at admission (Failed, "Pod was rejected: ..."), by
 	// the kubelet's reason: the failure tandem exists to prevent.
 	WorkflowPodsRejected = metrics.NewCounterVec(
 		&metrics.CounterOpts{
 			Subsystem:      Subsystem,
 			Name:           "workflow_pods_rejected_total",
-			Help:           "Number of runners' workflow and step pods a kubelet rejected at admission, by the kubelet's reason (OutOfcpu, OutOfmemory, OutOfephemeral-storage, OutOfpods, Other).",
+			Help:           "Number of workflow and step pods of runners holding a reservation that a kubelet rejected at admission, by the kubelet's reason (OutOfcpu, OutOfmemory, OutOfephemeral-storage, OutOfpods, Other).",
 			StabilityLevel: metrics.ALPHA,
 		},
 		rejectedLabels,
@@ -235,6 +235,22 @@ func Register() {
 		for _, reason := range append(slices.Clone(rejectedReasons), RejectedOther) {
 			WorkflowPodsRejected.WithLabelValues(reason)
 		}
-		PlaceholderPods.WithLabelValues(PlaceholderReleasedLate)
+		for _, action := range []string{PlaceholderReleasedLate, PlaceholderLost, PlaceholderFailed} {
+			PlaceholderPods.WithLabelValues(action)
+		}
+		PairPods.WithLabelValues(PairPodFailed)
 	})
+}
+
+// repairKinds are the kinds of Repairs.
+var repairKinds = []string{RepairRunnerGone, RepairNodeGone, RepairMoved, RepairClaimed, RepairFinished, RepairInvalid, RepairNotARunner}
+
+// RegisterProfile makes the series of profile that alerts count with
+// increase() exist at 0 (Register does it for the series without a
+// profile label): the reconciler's repairs, by kind.
+func RegisterProfile(profile string) {
+	Register()
+	for _, kind := range repairKinds {
+		Repairs.WithLabelValues(profile, kind)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -374,7 +375,7 @@ func TestWebhookHostNetwork(t *testing.T) {
 			"--set", fmt.Sprintf("webhook.networkPolicy.enabled=%v", !host)))
 		d := object[appsv1.Deployment](t, objs, webhookDeployment)
 		spec := d.Spec.Template.Spec
-		if host && (d.Spec.Strategy.RollingUpdate == nil || d.Spec.Strategy.RollingUpdate.MaxSurge.IntValue() != 0) {
+		if ru := d.Spec.Strategy.RollingUpdate; host && (ru == nil || ru.MaxSurge == nil || *ru.MaxSurge != intstr.FromInt32(0)) {
 			t.Errorf("webhook.hostNetwork=true: strategy %+v, want no surge (a replica holds the port on its node)", d.Spec.Strategy)
 		}
 		if spec.HostNetwork != host {
