@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
+	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -40,11 +41,16 @@ func rejectedByKubelet(pod *v1.Pod) bool {
 // tell a rejection. Failed pods that exist when it starts are not counted
 // again.
 func (f *Feeder) watchRejections(ctx context.Context) {
-	client := f.cluster.ClientSet()
-	if client == nil {
+	logger := klog.FromContext(ctx)
+	cfg := f.cluster.KubeConfig()
+	if cfg == nil {
+		return // no apiserver: unit tests and benchmarks on fake clients
+	}
+	client, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		logger.Error(err, "Cannot watch failed workflow pods")
 		return
 	}
-	logger := klog.FromContext(ctx)
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = f.runnerPodLabel
 		o.FieldSelector = fields.OneTermEqualSelector("status.phase", string(v1.PodFailed)).String()
