@@ -3,6 +3,8 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -110,5 +112,7 @@ func (c *placeholderCache) on(namespace, node string) (pods []*v1.Pod, watched b
 			pods = append(pods, p)
 		}
 	}
+	// The index keeps a set: in name order, as the apiserver lists them.
+	slices.SortFunc(pods, func(a, b *v1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return pods, true
 }
