@@ -12,13 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/clock"
 
 	"github.com/tandem-scheduler/tandem/contract"
@@ -136,11 +139,15 @@ type Feeder struct {
 	waiting WaitingPods
 
 	// Set by the first Join and not changed after it.
-	cluster            Cluster
-	pods               corelisters.PodLister
-	nodes              corelisters.NodeLister
-	reconcileEvery     time.Duration
-	noWorkflowPodGrace time.Duration
+	cluster Cluster
+	pods    corelisters.PodLister
+	nodes   corelisters.NodeLister
+	// deviceClasses: with DRAExtendedResource on, the DeviceClasses that
+	// may map an extended resource to DRA devices (mayBeDRABacked).
+	deviceClasses       resourcelisters.DeviceClassLister
+	deviceClassesSynced func() bool
+	reconcileEvery      time.Duration
+	noWorkflowPodGrace  time.Duration
 	// runnerPodLabel is the profiles' RunnerPodLabel.
 	runnerPodLabel string
 	// synced reports whether the informer handlers have seen every
@@ -228,6 +235,10 @@ func (f *Feeder) join(ctx context.Context, c Cluster, p *Profile, hookTemplateNa
 		}
 		f.pods = informers.Core().V1().Pods().Lister()
 		f.nodes = informers.Core().V1().Nodes().Lister()
+		if utilfeature.DefaultFeatureGate.Enabled(features.DRAExtendedResource) {
+			classes := informers.Resource().V1().DeviceClasses()
+			f.deviceClasses, f.deviceClassesSynced = classes.Lister(), classes.Informer().HasSynced
+		}
 	}
 	if informers == nil {
 		return nil
@@ -605,10 +616,41 @@ func (f *Feeder) WantPlaceholder(key podworker.RunnerKey) (*v1.Pod, *v1.Pod) {
 		}
 		return runner, nil // it takes the room: the placeholder yields
 	}
-	hold, _ := r.Holds(contract.RunnerPods{})
-	hold.Pods = 0
+	hold := f.placeholderHold(&r)
 	if hold.IsZero() {
 		return runner, nil
 	}
 	return runner, placeholder.For(runner, r.Node, hold, owner.PlaceholderImage)
+}
+
+// placeholderHold is what r's placeholder requests: what r holds, without
+// the extended resources its node's allocatable does not list. Those are
+// DRA devices (KEP-5004): a pod's request holds one only through a claim
+// the scheduler allocated for it, and a placeholder, bound by tandem, has
+// none (the kubelet admits it all the same: it ignores extended resources
+// its node does not list). Counted in the placeholder, the device would be
+// taken off the reservation's hold (the hold rule counts what the
+// placeholder requests as held by the node) and held by nobody; left out,
+// tandem's accounting holds it, as in reservationMode Memory.
+func (f *Feeder) placeholderHold(r *reservations.Reservation) contract.Amount {
+	hold, _ := r.Holds(contract.RunnerPods{})
+	hold.Pods = 0
+	if len(hold.Scalar) == 0 || f.nodes == nil {
+		return hold
+	}
+	node, err := f.nodes.Get(r.Node)
+	if err != nil {
+		return hold
+	}
+	var kept map[v1.ResourceName]int64
+	for name, v := range hold.Scalar {
+		if _, listed := node.Status.Allocatable[name]; listed {
+			if kept == nil {
+				kept = map[v1.ResourceName]int64{}
+			}
+			kept[name] = v
+		}
+	}
+	hold.Scalar = kept
+	return hold
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -432,9 +433,43 @@ func (f *Feeder) beyondNode(r *reservations.Reservation, runner *v1.Pod) error {
 		return fmt.Errorf("reservation %s with runner %s exceeds what node %s can hold at all (%s)", r.Size, klog.KObj(runner), r.Node, contract.FormatResources(node.Status.Allocatable))
 	}
 	for name, v := range need.Scalar {
+		if _, listed := node.Status.Allocatable[name]; !listed && f.mayBeDRABacked(name) {
+			// DRA devices, which the node does not list: the plugin counts
+			// them, maxWorkflowRequests bounds what a record may hold.
+			continue
+		}
 		if v > alloc.Scalar[name] {
 			return fmt.Errorf("reservation %s with runner %s asks for more %s than node %s has", r.Size, klog.KObj(runner), name, r.Node)
 		}
 	}
 	return nil
+}
+
+// mayBeDRABacked reports whether name may be an extended resource that a
+// DeviceClass maps to DRA devices (KEP-5004: its spec.extendedResourceName,
+// or the name every class has, deviceclass.resource.kubernetes.io/<class>),
+// with DRAExtendedResource on. Until the DeviceClasses are listed it cannot
+// tell, and says it may: the reconciler asks again, as for a node not yet
+// in the cache.
+func (f *Feeder) mayBeDRABacked(name v1.ResourceName) bool {
+	if f.deviceClasses == nil {
+		return false
+	}
+	if !f.deviceClassesSynced() {
+		return true
+	}
+	if class, ok := strings.CutPrefix(string(name), resourceapi.ResourceDeviceClassPrefix); ok {
+		_, err := f.deviceClasses.Get(class)
+		return err == nil
+	}
+	classes, err := f.deviceClasses.List(labels.Everything())
+	if err != nil {
+		return false
+	}
+	for _, c := range classes {
+		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName == string(name) {
+			return true
+		}
+	}
+	return false
 }

@@ -256,8 +256,7 @@ func (s *seams) Yield(ctx context.Context, runner types.NamespacedName, uid type
 }
 
 func (s *seams) PlaceBeforeBinding(ctx context.Context, client clientset.Interface, runner *v1.Pod, r *reservations.Reservation) error {
-	hold, _ := r.Holds(contract.RunnerPods{})
-	hold.Pods = 0
+	hold := s.f.placeholderHold(r)
 	if hold.IsZero() || s.f.placeholders == nil {
 		return nil
 	}

@@ -83,6 +83,10 @@ type WorkflowReservation struct {
 	index *nodeIndexRef
 	// signed is what the last PreFilter found of its pod, for SignPod.
 	signed atomic.Pointer[signedPod]
+	// dra: the scheduler gives extended resources that a DeviceClass maps
+	// to DRA devices; devices tells a device's class (dra.go).
+	dra     bool
+	devices *deviceMatcher
 	// handoverState: with Pods, the in-tree Fit this plugin runs.
 	handoverState
 	// lifetime is the context the framework made the plugin in, done when
@@ -148,6 +152,8 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c Controll
 		scoring:        *args.ScoringStrategy,
 		pairPods:       args.PairPods,
 		jobsWatched:    h.SharedInformerFactory() != nil,
+		dra:            draEnabled(h),
+		devices:        newDeviceMatcher(),
 		lifetime:       ctx,
 	}
 	var err error
@@ -212,6 +218,9 @@ type cycleState struct {
 	need contract.Amount
 	// pair is a runner's request with its workflow pod's.
 	pair contract.Amount
+	// dra: the DRA devices behind the extended resources the pod (or its
+	// pair) asks for, where a DeviceClass maps them (dra.go); nil for most.
+	dra *draRoom
 	// noneHeld: an ordinary pod or a runner, nothing held anywhere and no
 	// runner nominated when the cycle began: Filter and Score read no held
 	// room unless the framework added a nominated runner to this copy of
@@ -284,6 +293,9 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	s.request = reservations.PodAmount(pod)
 	if s.kind == kindRunner {
 		s.pair = s.request.Add(s.workflow)
+		s.dra = pl.draRoomFor(s.pair)
+	} else {
+		s.dra = pl.draRoomFor(s.request)
 	}
 	s.nonZero = nonZeroRequest(pod)
 	s.hostPorts = podHostPorts(pod)
@@ -338,21 +350,21 @@ func (pl *WorkflowReservation) filter(s *cycleState, nodeInfo fwk.NodeInfo) *fwk
 	}
 	switch s.kind {
 	case kindRunner:
-		if !fits(s.pair, held.Amount, nodeInfo) {
+		if !fits(s.pair, held.Amount, nodeInfo, s.dra) {
 			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonPairDoesNotFit)
 		}
 		if portConflict(s.ports, nodeInfo, held.Ports) {
 			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonPortsTaken)
 		}
 	case kindWorkflow:
-		if !fits(s.request, held.Amount, nodeInfo) {
+		if !fits(s.request, held.Amount, nodeInfo, s.dra) {
 			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonWorkflowDoesNotFit)
 		}
 	default:
 		if held.Amount.IsZero() {
 			return nil
 		}
-		if !fits(s.request, held.Amount, nodeInfo) {
+		if !fits(s.request, held.Amount, nodeInfo, s.dra) {
 			return fwk.NewStatus(fwk.Unschedulable, contract.ErrReasonRoomReserved)
 		}
 	}

@@ -25,8 +25,10 @@ func amountOfPodInfo(pi fwk.PodInfo) contract.Amount {
 }
 
 // fits reports whether need fits into the node's free room once reserved
-// is also taken away, for every resource need asks for, pods included.
-func fits(need, reserved contract.Amount, nodeInfo fwk.NodeInfo) bool {
+// is also taken away, for every resource need asks for, pods included. An
+// extended resource the node's allocatable does not list and a DeviceClass
+// maps to DRA devices (dra) fits where enough of its devices are free.
+func fits(need, reserved contract.Amount, nodeInfo fwk.NodeInfo, dra *draRoom) bool {
 	alloc, used := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
 	fit := func(want, allocatable, requested, held int64) bool {
 		return want <= 0 || want <= allocatable-requested-held
@@ -38,7 +40,16 @@ func fits(need, reserved contract.Amount, nodeInfo fwk.NodeInfo) bool {
 		return false
 	}
 	for name, want := range need.Scalar {
-		if !fit(want, alloc.GetScalarResources()[name], used.GetScalarResources()[name], reserved.Scalar[name]) {
+		allocatable := alloc.GetScalarResources()[name]
+		if allocatable == 0 {
+			if free, ok := dra.free(nodeInfo.Node(), name); ok {
+				if !fit(want, free, 0, reserved.Scalar[name]) {
+					return false
+				}
+				continue
+			}
+		}
+		if !fit(want, allocatable, used.GetScalarResources()[name], reserved.Scalar[name]) {
 			return false
 		}
 	}

@@ -47,7 +47,10 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	// DRAExtendedResource (alpha in 1.34 and 1.35, on by default from 1.36)
+	// for TestRunnerWithDRABackedGPU: without it the apiserver drops a
+	// DeviceClass's extendedResourceName.
+	cp, err := controlplane.Start(ctx, controlplane.Options{ExtraAPIServerArgs: []string{"--feature-gates=DRAExtendedResource=true"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane (run `make control-plane` first):", err)
 		return 1

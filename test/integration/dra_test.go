@@ -1,0 +1,158 @@
+//go:build !tandem_k8s_1_34
+
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/kubernetes/pkg/features"
+	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/contract"
+	"github.com/tandem-scheduler/tandem/harness/inprocess"
+)
+
+// draGPU is the extended resource a DeviceClass maps to DRA devices (KEP-5004,
+// DRAExtendedResource: alpha in 1.35, on by default from 1.36, GA in 1.37): a
+// pod asks for it like a device plugin's, the node's allocatable does not
+// list it, and the scheduler allocates a device of the class for the pod.
+const draGPU = "example.com/gpu"
+
+// draDevices publishes n devices of a driver on node, and a DeviceClass that
+// maps draGPU to them (gone at the end of the test).
+func (e *env) draDevices(node string, n int) {
+	e.t.Helper()
+	class := &resourceapi.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-gpu"},
+		Spec: resourceapi.DeviceClassSpec{
+			ExtendedResourceName: ptr.To(draGPU),
+			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+				Expression: `device.driver == "gpu.example.com"`,
+			}}},
+		},
+	}
+	if _, err := e.client.ResourceV1().DeviceClasses().Create(e.ctx, class, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	slice := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + node},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver:   "gpu.example.com",
+			NodeName: ptr.To(node),
+			// A pool of this test's own: a device of an earlier run's pool
+			// may still be allocated (no garbage collector deletes claims).
+			Pool: resourceapi.ResourcePool{Name: e.ns + "-" + node, Generation: 1, ResourceSliceCount: 1},
+		},
+	}
+	for i := range n {
+		slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: "gpu-" + string(rune('0'+i))})
+	}
+	if _, err := e.client.ResourceV1().ResourceSlices().Create(e.ctx, slice, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.client.ResourceV1().ResourceSlices().Delete(ctx, slice.Name, metav1.DeleteOptions{})
+		_ = e.client.ResourceV1().DeviceClasses().Delete(ctx, class.Name, metav1.DeleteOptions{})
+	})
+}
+
+// withDRAGPU makes the pod's container ask for one draGPU.
+func withDRAGPU(pod *v1.Pod) {
+	if pod.Spec.Containers[0].Resources.Requests == nil {
+		pod.Spec.Containers[0].Resources.Requests = v1.ResourceList{}
+	}
+	pod.Spec.Containers[0].Resources.Requests[draGPU] = resource.MustParse("1")
+	pod.Spec.Containers[0].Resources.Limits = v1.ResourceList{draGPU: resource.MustParse("1")}
+}
+
+// A runner whose workflow pod asks for a GPU that is a DRA device lands where
+// a device is free, the device is held for the workflow pod against the
+// profile's other pods (also after a restart), and the workflow pod gets it.
+// Before tandem counted DRA devices, the runner fit no node: the node's
+// allocatable does not list the GPU; and a restart dropped the recorded
+// reservation as larger than its node. In reservationMode Pods the
+// placeholder requests the cpu and not the device, which a pod holds only
+// through a claim the scheduler allocated: tandem's accounting holds the
+// device, as in Memory mode (before, the placeholder's request took the
+// device off the hold and nothing held it).
+func TestRunnerWithDRABackedGPU(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.DRAExtendedResource, true)
+	for _, mode := range []string{"Memory", "Pods"} {
+		t.Run(mode, func(t *testing.T) {
+			config := inprocess.Config(inprocess.Profile{SchedulerName: schedulerName, Tandem: true, ReservationMode: mode, Args: []string{"reservationEvents: true"}})
+			suffix := strings.ToLower(mode)
+			e := newEnv(t, config, map[string]string{"dra-cpu-" + suffix: "8", "dra-gpu-" + suffix: "8"})
+			gpuNode := "dra-gpu-" + suffix
+			e.draDevices(gpuNode, 1)
+
+			e.create("r1", podSpec{cpu: "500m", runner: true,
+				annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=1," + draGPU + "=1"}})
+			if got := e.bound("r1"); got != gpuNode {
+				t.Fatalf("runner landed on %q, want %s, the node with the device", got, gpuNode)
+			}
+			if mode == "Pods" {
+				hold := contract.PlaceholderName("r1")
+				e.poll("placeholder "+hold+" exists", func() (bool, error) {
+					_, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, hold, metav1.GetOptions{})
+					return err == nil, nil
+				})
+				requests := e.get(hold).Spec.Containers[0].Resources.Requests
+				if cpu := requests[v1.ResourceCPU]; cpu.Cmp(resource.MustParse("1")) != 0 {
+					t.Errorf("placeholder requests cpu %s, want 1", cpu.String())
+				}
+				if gpu, ok := requests[draGPU]; ok {
+					t.Errorf("placeholder requests %s %s, which it cannot hold without a claim", gpu.String(), draGPU)
+				}
+			}
+
+			// The one device is held for r1's workflow pod: another pod of
+			// the profile asking for a GPU waits, also once tandem has
+			// restarted.
+			e.create("other-gpu", podSpec{cpu: "100m", mutate: withDRAGPU})
+			wantContains(t, "pending message", e.unschedulable("other-gpu"), contract.ErrReasonRoomReserved)
+			e.stopScheduler()
+			e.startScheduler()
+			e.create("other-gpu-2", podSpec{cpu: "100m", mutate: withDRAGPU})
+			wantContains(t, "pending message after a restart", e.unschedulable("other-gpu-2"), contract.ErrReasonRoomReserved)
+
+			// As hooks v0.8 create it: a required hostname affinity to the
+			// runner's node. The scheduler allocates the device to it.
+			e.create("r1-workflow", podSpec{cpu: "1", workflowOf: "r1", mutate: func(pod *v1.Pod) {
+				requireNode(gpuNode)(pod)
+				withDRAGPU(pod)
+			}})
+			if got := e.bound("r1-workflow"); got != gpuNode {
+				t.Fatalf("workflow pod landed on %q, want its runner's node %s", got, gpuNode)
+			}
+			e.poll("the workflow pod's device is allocated", func() (bool, error) {
+				st := e.get("r1-workflow").Status.ExtendedResourceClaimStatus
+				return st != nil && st.ResourceClaimName != "", nil
+			})
+			// The device is the workflow pod's now: the others still wait,
+			// for the device and no longer for a reservation.
+			e.poll("other-gpu waits for a device, not for reserved room", func() (bool, error) {
+				pod := e.get("other-gpu")
+				if pod.Spec.NodeName != "" {
+					t.Fatalf("other-gpu was bound to %s, which has no free device", pod.Spec.NodeName)
+				}
+				for _, c := range pod.Status.Conditions {
+					if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && !strings.Contains(c.Message, contract.ErrReasonRoomReserved) {
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+		})
+	}
+}
