@@ -158,6 +158,9 @@ type parsedTemplate struct {
 	step v1.ResourceList
 	// hasJob reports whether the template has a $job container.
 	hasJob bool
+	// claims names the template's resourceClaims: tandem sizes nothing
+	// from them (docs/arc.md, "GPU runners").
+	claims []string
 }
 
 // hookTemplateRequests computes the workflow pod's request from a hook
@@ -188,6 +191,9 @@ func parseHookTemplate(data string) (*parsedTemplate, error) {
 		if c.Name == contract.JobContainer || !strings.HasPrefix(c.Name, "$") {
 			stepPod.Spec.Containers = append(stepPod.Spec.Containers, *c.DeepCopy())
 		}
+	}
+	for _, c := range tmpl.Spec.ResourceClaims {
+		out.claims = append(out.claims, c.Name)
 	}
 	var err error
 	if out.workflow, err = podRequests(workflowPod); err != nil {
@@ -431,10 +437,14 @@ func (s *Sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, no
 	if contract.AmountFromList(t.workflow).IsZero() {
 		return nil, true, "", fmt.Errorf("%s asks for no resources: give %s requests or limits", where, contract.JobContainer)
 	}
+	var notices []string
 	if !t.hasJob {
-		notice = fmt.Sprintf("%s has no %s container: the job container will request nothing, only its other containers (%s) are reserved", where, contract.JobContainer, contract.FormatResources(t.workflow))
+		notices = append(notices, fmt.Sprintf("%s has no %s container: the job container will request nothing, only its other containers (%s) are reserved", where, contract.JobContainer, contract.FormatResources(t.workflow)))
 	}
-	return t, true, notice, nil
+	if len(t.claims) > 0 {
+		notices = append(notices, fmt.Sprintf("%s gives the workflow pod resourceClaims (%s): tandem holds no device for them, and the runner may land where none is free; ask for the device as an extended resource a DeviceClass maps instead", where, strings.Join(t.claims, ", ")))
+	}
+	return t, true, strings.Join(notices, "; "), nil
 }
 
 // parseHostPorts reads "PORT[/PROTOCOL][,...]".

@@ -30,6 +30,7 @@ var badInputTemplates = &v1.ConfigMap{
 		"deployment.yaml":  "kind: Deployment\nspec:\n  replicas: 3\n",
 		"no-job.yaml":      "spec:\n  containers:\n  - name: envoy\n    resources:\n      requests: {cpu: 250m}\n",
 		"limits-only.yaml": "spec:\n  containers:\n  - name: $job\n    resources:\n      limits: {cpu: \"2\"}\n",
+		"claims.yaml":      "spec:\n  resourceClaims:\n  - name: gpu\n    resourceClaimTemplateName: one-gpu\n  containers:\n  - name: $job\n    resources:\n      requests: {cpu: 250m}\n      claims: [{name: gpu}]\n",
 	},
 }
 
@@ -196,6 +197,14 @@ func TestBadInput(t *testing.T) {
 		"hook template without $job": {
 			act:       runnerCycle(template("no-job.yaml")),
 			wantEvent: "Warning " + contract.ReasonIncompleteHookTemplate + " hook template",
+			wantLog:   "sizes the workflow pod only in part",
+			wantHeld:  []string{"r@n1:held"},
+		},
+		// Issue 41: devices a template's claims ask for are not held; the
+		// runner is told so, and its cpu is held.
+		"hook template with resourceClaims": {
+			act:       runnerCycle(template("claims.yaml")),
+			wantEvent: `gives the workflow pod resourceClaims (gpu): tandem holds no device for them`,
 			wantLog:   "sizes the workflow pod only in part",
 			wantHeld:  []string{"r@n1:held"},
 		},
