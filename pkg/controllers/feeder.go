@@ -624,14 +624,16 @@ func (f *Feeder) WantPlaceholder(key podworker.RunnerKey) (*v1.Pod, *v1.Pod) {
 }
 
 // placeholderHold is what r's placeholder requests: what r holds, without
-// the extended resources its node's allocatable does not list. Those are
-// DRA devices (KEP-5004): a pod's request holds one only through a claim
-// the scheduler allocated for it, and a placeholder, bound by tandem, has
-// none (the kubelet admits it all the same: it ignores extended resources
-// its node does not list). Counted in the placeholder, the device would be
-// taken off the reservation's hold (the hold rule counts what the
-// placeholder requests as held by the node) and held by nobody; left out,
-// tandem's accounting holds it, as in reservationMode Memory.
+// the extended resources its node's allocatable does not list, or lists at
+// 0 (a removed device plugin's, for which the kubelet would reject the
+// placeholder). Those are DRA devices (KEP-5004): a pod's request holds one
+// only through a claim the scheduler allocated for it, and a placeholder,
+// bound by tandem, has none (the kubelet admits it all the same: it ignores
+// extended resources its node does not list). Counted in the placeholder,
+// the device would be taken off the reservation's hold (the hold rule
+// counts what the placeholder requests as held by the node) and held by
+// nobody; left out, tandem's accounting holds it, as in reservationMode
+// Memory.
 func (f *Feeder) placeholderHold(r *reservations.Reservation) contract.Amount {
 	hold, _ := r.Holds(contract.RunnerPods{})
 	hold.Pods = 0
@@ -644,7 +646,7 @@ func (f *Feeder) placeholderHold(r *reservations.Reservation) contract.Amount {
 	}
 	var kept map[v1.ResourceName]int64
 	for name, v := range hold.Scalar {
-		if _, listed := node.Status.Allocatable[name]; listed {
+		if q, listed := node.Status.Allocatable[name]; listed && !q.IsZero() {
 			if kept == nil {
 				kept = map[v1.ResourceName]int64{}
 			}

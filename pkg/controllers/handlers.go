@@ -433,8 +433,9 @@ func (f *Feeder) beyondNode(r *reservations.Reservation, runner *v1.Pod) error {
 		return fmt.Errorf("reservation %s with runner %s exceeds what node %s can hold at all (%s)", r.Size, klog.KObj(runner), r.Node, contract.FormatResources(node.Status.Allocatable))
 	}
 	for name, v := range need.Scalar {
-		if _, listed := node.Status.Allocatable[name]; !listed && f.mayBeDRABacked(name) {
-			// DRA devices, which the node does not list: the plugin counts
+		if alloc.Scalar[name] == 0 && f.mayBeDRABacked(name) {
+			// DRA devices, which the node's allocatable does not list (or
+			// lists at 0, as a removed device plugin's): the plugin counts
 			// them, maxWorkflowRequests bounds what a record may hold.
 			continue
 		}

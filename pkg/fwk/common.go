@@ -41,6 +41,8 @@ const (
 const (
 	Node                  = upstream.Node
 	Pod                   = upstream.Pod
+	ResourceClaim         = upstream.ResourceClaim
+	ResourceSlice         = upstream.ResourceSlice
 	Add                   = upstream.Add
 	Delete                = upstream.Delete
 	Update                = upstream.Update

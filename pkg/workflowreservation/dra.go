@@ -5,14 +5,18 @@ package workflowreservation
 import (
 	"context"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/features"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 	"k8s.io/utils/ptr"
 
 	"github.com/tandem-scheduler/tandem/contract"
@@ -29,15 +33,17 @@ import (
 // allocatable does not list it; so does this plugin, except that it must
 // also know whether a node has the devices for a runner's workflow pod,
 // which does not exist yet, and hold them for it. A node's free units of
-// the resource are the devices of the class on the node that no claim has
-// allocated (the count NodeResourcesFit scores DRA-backed resources by);
-// the reservations held there are counted against them as against any
-// other resource.
+// the resource are the devices of the class that are the node's own and
+// that no claim has allocated (close to the count NodeResourcesFit scores
+// DRA-backed resources by; index says what is left out); the reservations
+// held there are counted against them as against any other resource.
 //
 // What this does not cover: devices that two DeviceClasses share are
 // counted for each (a pod of one class can take a device held for the
-// other's), and devices requested through ResourceClaims of the pod's own
-// (the hook template's resourceClaims) are not sized or held (docs/arc.md).
+// other's); a pod whose own ResourceClaims ask for devices is not kept off
+// held ones; devices requested through the hook template's resourceClaims
+// are not sized or held (docs/arc.md); devices that several nodes reach are
+// never counted, so a runner whose workflow pod needs one waits.
 
 // draRoom is what PreFilter found of the DRA devices behind the extended
 // resources a pod asks for (a runner: with its workflow pod), for Filter,
@@ -51,12 +57,9 @@ type draRoom struct {
 	matcher *deviceMatcher
 
 	once sync.Once
-	// byNode: per node name, per resource, the devices of slices published
-	// for that node by name.
+	// byNode: per node name, per resource, the node's own devices.
 	byNode map[string]map[v1.ResourceName]deviceCount
-	// elsewhere: slices for all nodes or for nodes chosen by a selector,
-	// matched against each node as it is filtered.
-	elsewhere []*resourceapi.ResourceSlice
+	// allocated is nil if the devices could not be listed.
 	allocated *structured.AllocatedState
 }
 
@@ -117,13 +120,20 @@ func (pl *WorkflowReservation) draRoomFor(need contract.Amount) *draRoom {
 	return &draRoom{classes: classes, manager: manager, matcher: pl.devices}
 }
 
-// list counts the devices of the cycle's classes per node, once. A device
-// that cannot be listed or matched counts for nothing: nodes may then look
-// fuller than they are, never emptier, and the error is logged.
+// list counts the devices of the cycle's classes per node, once. If they
+// cannot be listed, every node counts as without a free device this cycle
+// (the error is logged; the pod is tried again).
 func (d *draRoom) list() {
 	logger := klog.Background()
 	ctx := context.Background()
-	allocated, err := d.manager.ResourceClaims().GatherAllocatedState()
+	var allocated *structured.AllocatedState
+	// The claim tracker fails a read that races a change to it; the
+	// DynamicResources plugin tries again too.
+	err := wait.PollUntilContextTimeout(ctx, time.Millisecond, time.Second, true, func(context.Context) (bool, error) {
+		var err error
+		allocated, err = d.manager.ResourceClaims().GatherAllocatedState()
+		return err == nil && allocated != nil, nil
+	})
 	if err != nil {
 		logger.Error(err, "Listing allocated DRA devices; DRA-backed extended resources count as full this cycle")
 		return
@@ -137,23 +147,77 @@ func (d *draRoom) list() {
 	d.index(ctx, slices)
 }
 
-// index sorts the slices by node and counts the devices of those
-// published for one node by name.
+// index counts, per node, the devices of the cycle's classes that belong
+// to that node alone, as the scheduler's allocator would see them:
+//   - only the slices of a pool's newest generation, and none of a pool
+//     whose slices are not all published yet or that names a device twice
+//     (the allocator uses no device of an incomplete or invalid pool);
+//   - only devices of one node (the slice's nodeName, or with per-device
+//     node selection the device's): a device that several nodes reach (all
+//     nodes, a node selector) could be held on each of them at once, so it
+//     is not counted;
+//   - no device that consumes shared counters (partitions of one physical
+//     device, which exclude each other);
+//   - no device tainted NoSchedule or NoExecute (count).
+//
+// So a node may look fuller than the allocator finds it, never emptier.
 func (d *draRoom) index(ctx context.Context, slices []*resourceapi.ResourceSlice) {
-	d.byNode = map[string]map[v1.ResourceName]deviceCount{}
-	for _, slice := range slices {
-		node := ptr.Deref(slice.Spec.NodeName, "")
-		if node == "" || ptr.Deref(slice.Spec.PerDeviceNodeSelection, false) {
-			d.elsewhere = append(d.elsewhere, slice)
+	type poolID struct{ driver, pool string }
+	type device struct {
+		node   string
+		slice  *resourceapi.ResourceSlice
+		device *resourceapi.Device
+	}
+	type pool struct {
+		generation, slices, want int64
+		names                    sets.Set[string]
+		devices                  []device
+		invalid                  bool
+	}
+	pools := map[poolID]*pool{}
+	for _, s := range slices {
+		id := poolID{s.Spec.Driver, s.Spec.Pool.Name}
+		switch p := pools[id]; {
+		case p == nil || s.Spec.Pool.Generation > p.generation:
+			pools[id] = &pool{generation: s.Spec.Pool.Generation, slices: 1, want: s.Spec.Pool.ResourceSliceCount, names: sets.New[string]()}
+		case s.Spec.Pool.Generation == p.generation:
+			p.slices++
+		}
+	}
+	for _, s := range slices {
+		p := pools[poolID{s.Spec.Driver, s.Spec.Pool.Name}]
+		if s.Spec.Pool.Generation != p.generation {
 			continue
 		}
-		counts := d.byNode[node]
-		if counts == nil {
-			counts = map[v1.ResourceName]deviceCount{}
-			d.byNode[node] = counts
+		perDevice := ptr.Deref(s.Spec.PerDeviceNodeSelection, false)
+		for i := range s.Spec.Devices {
+			dev := &s.Spec.Devices[i]
+			if p.names.Has(dev.Name) {
+				p.invalid = true
+			}
+			p.names.Insert(dev.Name)
+			node := ptr.Deref(s.Spec.NodeName, "")
+			if perDevice {
+				node = ptr.Deref(dev.NodeName, "")
+			}
+			if node == "" || len(dev.ConsumesCounters) > 0 {
+				continue
+			}
+			p.devices = append(p.devices, device{node: node, slice: s, device: dev})
 		}
-		for i := range slice.Spec.Devices {
-			d.count(ctx, counts, slice, &slice.Spec.Devices[i])
+	}
+	d.byNode = map[string]map[v1.ResourceName]deviceCount{}
+	for _, p := range pools {
+		if p.invalid || p.slices != p.want {
+			continue
+		}
+		for _, dev := range p.devices {
+			counts := d.byNode[dev.node]
+			if counts == nil {
+				counts = map[v1.ResourceName]deviceCount{}
+				d.byNode[dev.node] = counts
+			}
+			d.count(ctx, counts, dev.slice, dev.device)
 		}
 	}
 }
@@ -192,42 +256,37 @@ func (d *draRoom) free(node *v1.Node, name v1.ResourceName) (int64, bool) {
 		return 0, false
 	}
 	d.once.Do(d.list)
-	if d.allocated == nil {
-		return 0, true
-	}
 	c := d.byNode[node.Name][name]
-	if len(d.elsewhere) > 0 {
-		counts := map[v1.ResourceName]deviceCount{name: c}
-		for _, slice := range d.elsewhere {
-			d.countOn(node, slice, counts)
-		}
-		c = counts[name]
-	}
 	return c.capacity - c.allocated, true
 }
 
-// countOn counts the devices of a slice not published for one node by name
-// that node may use. A slice or device that cannot be matched counts for
-// nothing: the node may then look fuller than it is, never emptier.
-func (d *draRoom) countOn(node *v1.Node, slice *resourceapi.ResourceSlice, counts map[v1.ResourceName]deviceCount) {
-	ctx := context.Background()
-	if !ptr.Deref(slice.Spec.PerDeviceNodeSelection, false) {
-		if ok, err := structured.NodeMatches(structured.Features{}, node, ptr.Deref(slice.Spec.NodeName, ""), ptr.Deref(slice.Spec.AllNodes, false), slice.Spec.NodeSelector); err != nil || !ok {
-			if err != nil {
-				klog.Background().V(4).Info("ResourceSlice's node selection cannot be matched; its devices are not counted", "slice", slice.Name, "err", err)
-			}
-			return
-		}
-		for i := range slice.Spec.Devices {
-			d.count(ctx, counts, slice, &slice.Spec.Devices[i])
-		}
-		return
+// draEvents are the events that can free DRA devices for a pod this plugin
+// turned away for want of them: devices published (a new node's driver
+// publishes its slices after the node appears, and the node's allocatable
+// never shows them) and claims deallocated or deleted. A runner has no
+// claim of its own, so the DynamicResources plugin, which watches these
+// too, never rejects it: without them the runner would wait for the
+// scheduler's periodic flush.
+func (pl *WorkflowReservation) draEvents() []fwk.ClusterEventWithHint {
+	if !pl.dra {
+		return nil
 	}
-	for i := range slice.Spec.Devices {
-		device := &slice.Spec.Devices[i]
-		if ok, err := structured.NodeMatches(structured.Features{}, node, ptr.Deref(device.NodeName, ""), ptr.Deref(device.AllNodes, false), device.NodeSelector); err != nil || !ok {
-			continue
-		}
-		d.count(ctx, counts, slice, device)
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: exceptPairPods(isSchedulableAfterClaimChange)},
 	}
+}
+
+// isSchedulableAfterClaimChange queues the pod when a claim gives its
+// devices back: deleted or deallocated while allocated.
+func isSchedulableAfterClaimChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	old, updated, err := schedutil.As[*resourceapi.ResourceClaim](oldObj, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	if old == nil || old.Status.Allocation == nil || (updated != nil && updated.Status.Allocation != nil) {
+		return fwk.QueueSkip, nil
+	}
+	logger.V(5).Info("A claim gave its devices back, DRA devices may be free", "pod", klog.KObj(pod), "claim", klog.KObj(old))
+	return fwk.Queue, nil
 }

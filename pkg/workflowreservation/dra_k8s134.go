@@ -23,3 +23,5 @@ func draEnabled(fwk.Handle) bool { return false }
 func (pl *WorkflowReservation) draRoomFor(contract.Amount) *draRoom { return nil }
 
 func (d *draRoom) free(*v1.Node, v1.ResourceName) (int64, bool) { return 0, false }
+
+func (pl *WorkflowReservation) draEvents() []fwk.ClusterEventWithHint { return nil }

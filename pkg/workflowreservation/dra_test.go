@@ -11,13 +11,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/tandem-scheduler/tandem/pkg/fwk"
 )
 
 // free counts, per node, the devices of the resource's class that no claim
-// has allocated: slices published for the node by name, for all nodes, for
-// nodes a selector picks, and per device; devices of another driver (the
-// class's CEL selector) and tainted devices do not count.
+// has allocated and that the node has to itself, as the allocator would
+// use them: devices of another driver (the class's CEL selector), tainted
+// ones, ones several nodes reach, partitions sharing counters, and devices
+// of an old, incomplete or invalid pool do not count.
 func TestDRARoomCountsTheNodesFreeDevices(t *testing.T) {
 	const gpu = v1.ResourceName("example.com/gpu")
 	class := &resourceapi.DeviceClass{
@@ -33,9 +37,13 @@ func TestDRARoomCountsTheNodesFreeDevices(t *testing.T) {
 		}
 		return out
 	}
-	slice := func(name, driver string, spec resourceapi.ResourceSliceSpec) *resourceapi.ResourceSlice {
-		spec.Driver, spec.Pool = driver, resourceapi.ResourcePool{Name: name, ResourceSliceCount: 1}
-		return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+	// slice is one of pool's (of count slices) at generation.
+	slice := func(pool string, generation, count int64, driver string, spec resourceapi.ResourceSliceSpec) *resourceapi.ResourceSlice {
+		spec.Driver, spec.Pool = driver, resourceapi.ResourcePool{Name: pool, Generation: generation, ResourceSliceCount: count}
+		return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: spec}
+	}
+	on := func(node string, names ...string) resourceapi.ResourceSliceSpec {
+		return resourceapi.ResourceSliceSpec{NodeName: ptr.To(node), Devices: devices(names...)}
 	}
 	rack := &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{
 		{Key: "rack", Operator: v1.NodeSelectorOpIn, Values: []string{"a"}},
@@ -44,42 +52,85 @@ func TestDRARoomCountsTheNodesFreeDevices(t *testing.T) {
 	d.once.Do(func() {})
 	d.allocated = &structured.AllocatedState{AllocatedDevices: sets.New(structured.MakeDeviceID("gpu.example.com", "n1", "gpu-1"))}
 	d.index(context.Background(), []*resourceapi.ResourceSlice{
-		slice("n1", "gpu.example.com", resourceapi.ResourceSliceSpec{NodeName: ptr.To("n1"), Devices: devices("gpu-0", "gpu-1")}),
-		slice("n1-nic", "nic.example.com", resourceapi.ResourceSliceSpec{NodeName: ptr.To("n1"), Devices: devices("nic-0")}),
-		slice("n1-tainted", "gpu.example.com", resourceapi.ResourceSliceSpec{NodeName: ptr.To("n1"), Devices: []resourceapi.Device{
+		// n1: gpu-0 free, gpu-1 allocated; a NIC; a tainted GPU.
+		slice("n1", 1, 1, "gpu.example.com", on("n1", "gpu-0", "gpu-1")),
+		slice("n1-nic", 1, 1, "nic.example.com", on("n1", "nic-0")),
+		slice("n1-tainted", 1, 1, "gpu.example.com", resourceapi.ResourceSliceSpec{NodeName: ptr.To("n1"), Devices: []resourceapi.Device{
 			{Name: "gpu-9", Taints: []resourceapi.DeviceTaint{{Key: "broken", Effect: resourceapi.DeviceTaintEffectNoSchedule}}},
 		}}),
-		slice("shared", "gpu.example.com", resourceapi.ResourceSliceSpec{AllNodes: ptr.To(true), Devices: devices("gpu-0")}),
-		slice("rack-a", "gpu.example.com", resourceapi.ResourceSliceSpec{NodeSelector: rack, Devices: devices("gpu-0", "gpu-1")}),
-		slice("per-device", "gpu.example.com", resourceapi.ResourceSliceSpec{PerDeviceNodeSelection: ptr.To(true), Devices: []resourceapi.Device{
+		// Reached by several nodes: not counted on any.
+		slice("shared", 1, 1, "gpu.example.com", resourceapi.ResourceSliceSpec{AllNodes: ptr.To(true), Devices: devices("gpu-0")}),
+		slice("rack-a", 1, 1, "gpu.example.com", resourceapi.ResourceSliceSpec{NodeSelector: rack, Devices: devices("gpu-0", "gpu-1")}),
+		// Per device: gpu-0 is n2's, gpu-1 every node's.
+		slice("per-device", 1, 1, "gpu.example.com", resourceapi.ResourceSliceSpec{PerDeviceNodeSelection: ptr.To(true), Devices: []resourceapi.Device{
 			{Name: "gpu-0", NodeName: ptr.To("n2")},
 			{Name: "gpu-1", AllNodes: ptr.To(true)},
 		}}),
+		// n2: partitions of one GPU, sharing its counters.
+		slice("n2-mig", 1, 1, "gpu.example.com", resourceapi.ResourceSliceSpec{NodeName: ptr.To("n2"), Devices: []resourceapi.Device{
+			{Name: "mig-0", ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0"}}},
+			{Name: "mig-1", ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0"}}},
+		}}),
+		// n3: generation 2 replaced generation 1's three devices with one.
+		slice("n3", 1, 1, "gpu.example.com", on("n3", "gpu-0", "gpu-1", "gpu-2")),
+		slice("n3", 2, 1, "gpu.example.com", on("n3", "gpu-3")),
+		// n4: one of the pool's two slices is not published yet.
+		slice("n4", 1, 2, "gpu.example.com", on("n4", "gpu-0")),
+		// n5: the pool names gpu-0 twice.
+		slice("n5", 1, 2, "gpu.example.com", on("n5", "gpu-0")),
+		slice("n5", 1, 2, "gpu.example.com", on("n5", "gpu-0", "gpu-1")),
 	})
-	node := func(name string, labels map[string]string) *v1.Node {
-		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	}
 	for _, tc := range []struct {
-		node *v1.Node
+		node string
 		want int64
 	}{
-		// gpu-0 of its own (gpu-1 allocated), shared, per-device gpu-1.
-		{node: node("n1", nil), want: 3},
-		// shared, rack-a's two, per-device gpu-0 and gpu-1.
-		{node: node("n2", map[string]string{"rack": "a"}), want: 5},
-		// shared and per-device gpu-1.
-		{node: node("n3", nil), want: 2},
+		{node: "n1", want: 1},
+		{node: "n2", want: 1},
+		{node: "n3", want: 1},
+		{node: "n4", want: 0},
+		{node: "n5", want: 0},
+		{node: "n6", want: 0},
 	} {
-		got, ok := d.free(tc.node, gpu)
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: tc.node, Labels: map[string]string{"rack": "a"}}}
+		got, ok := d.free(node, gpu)
 		if !ok || got != tc.want {
-			t.Errorf("free(%s) = %d, %v; want %d, true", tc.node.Name, got, ok, tc.want)
+			t.Errorf("free(%s) = %d, %v; want %d, true", tc.node, got, ok, tc.want)
 		}
 	}
-	if _, ok := d.free(node("n1", nil), "example.com/other"); ok {
+	n1 := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	if _, ok := d.free(n1, "example.com/other"); ok {
 		t.Error("free counted a resource no DeviceClass of the cycle maps")
 	}
 	var none *draRoom
-	if _, ok := none.free(node("n1", nil), gpu); ok {
+	if _, ok := none.free(n1, gpu); ok {
 		t.Error("a cycle without DRA-backed resources counted devices")
+	}
+}
+
+// A claim that gives its devices back requeues a pod this plugin turned
+// away; one that keeps or gets its allocation does not.
+func TestIsSchedulableAfterClaimChange(t *testing.T) {
+	allocated := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}}}
+	pending := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "runner"}}
+	for _, tc := range []struct {
+		name     string
+		old, new *resourceapi.ResourceClaim
+		want     fwk.QueueingHint
+	}{
+		{name: "allocated claim deleted", old: allocated, want: fwk.Queue},
+		{name: "claim deallocated", old: allocated, new: pending, want: fwk.Queue},
+		{name: "claim allocated", old: pending, new: allocated, want: fwk.QueueSkip},
+		{name: "allocated claim updated", old: allocated, new: allocated, want: fwk.QueueSkip},
+		{name: "pending claim deleted", old: pending, want: fwk.QueueSkip},
+	} {
+		var newObj any
+		if tc.new != nil {
+			newObj = tc.new
+		}
+		got, err := isSchedulableAfterClaimChange(klog.Background(), pod, tc.old, newObj)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: hint = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
 	}
 }

@@ -17,7 +17,8 @@ import (
 // plugin rejected: a workflow pod claiming its reservation (it may need less
 // than was held), an assigned pod going (which also releases a runner's
 // reservation) or shrinking, the rejected pod itself asking for less or
-// getting a new workflow size, a node appearing or growing.
+// getting a new workflow size, a node appearing or growing, and DRA devices
+// published or freed (dra.go).
 func (pl *WorkflowReservation) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
 	events := []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterPodAdded)},
@@ -25,6 +26,7 @@ func (pl *WorkflowReservation) EventsToRegister(ctx context.Context) ([]fwk.Clus
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterPodUpdated)},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: exceptPairPods(pl.isSchedulableAfterNodeChange)},
 	}
+	events = append(events, pl.draEvents()...)
 	if !pl.ownsFit() {
 		return events, nil
 	}

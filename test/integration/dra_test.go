@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,14 @@ const draGPU = "example.com/gpu"
 // maps draGPU to them (gone at the end of the test).
 func (e *env) draDevices(node string, n int) {
 	e.t.Helper()
+	e.draClass()
+	e.draSlice(node, n)
+}
+
+// draClass creates the DeviceClass that maps draGPU to the devices of
+// gpu.example.com (gone at the end of the test).
+func (e *env) draClass() {
+	e.t.Helper()
 	class := &resourceapi.DeviceClass{
 		ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-gpu"},
 		Spec: resourceapi.DeviceClassSpec{
@@ -43,6 +52,17 @@ func (e *env) draDevices(node string, n int) {
 	if _, err := e.client.ResourceV1().DeviceClasses().Create(e.ctx, class, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.client.ResourceV1().DeviceClasses().Delete(ctx, class.Name, metav1.DeleteOptions{})
+	})
+}
+
+// draSlice publishes n devices of gpu.example.com on node, as its DRA
+// driver would (gone at the end of the test).
+func (e *env) draSlice(node string, n int) {
+	e.t.Helper()
 	slice := &resourceapi.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + node},
 		Spec: resourceapi.ResourceSliceSpec{
@@ -54,7 +74,7 @@ func (e *env) draDevices(node string, n int) {
 		},
 	}
 	for i := range n {
-		slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: "gpu-" + string(rune('0'+i))})
+		slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
 	}
 	if _, err := e.client.ResourceV1().ResourceSlices().Create(e.ctx, slice, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
@@ -63,7 +83,6 @@ func (e *env) draDevices(node string, n int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = e.client.ResourceV1().ResourceSlices().Delete(ctx, slice.Name, metav1.DeleteOptions{})
-		_ = e.client.ResourceV1().DeviceClasses().Delete(ctx, class.Name, metav1.DeleteOptions{})
 	})
 }
 
@@ -88,12 +107,41 @@ func withDRAGPU(pod *v1.Pod) {
 // device off the hold and nothing held it).
 func TestRunnerWithDRABackedGPU(t *testing.T) {
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.DRAExtendedResource, true)
-	for _, mode := range []string{"Memory", "Pods"} {
-		t.Run(mode, func(t *testing.T) {
-			config := inprocess.Config(inprocess.Profile{SchedulerName: schedulerName, Tandem: true, ReservationMode: mode, Args: []string{"reservationEvents: true"}})
+	for _, tc := range []struct {
+		mode string
+		// listedAtZero: the GPU node's allocatable lists the resource at 0,
+		// as the kubelet leaves it when a device plugin is removed (the
+		// move from a device plugin to DRA): the scheduler delegates it to
+		// DRA all the same.
+		listedAtZero bool
+	}{
+		{mode: "Memory"}, {mode: "Pods"},
+		{mode: "Memory", listedAtZero: true}, {mode: "Pods", listedAtZero: true},
+	} {
+		name := tc.mode
+		if tc.listedAtZero {
+			name += "/listed at 0"
+		}
+		t.Run(name, func(t *testing.T) {
+			mode := tc.mode
 			suffix := strings.ToLower(mode)
-			e := newEnv(t, config, map[string]string{"dra-cpu-" + suffix: "8", "dra-gpu-" + suffix: "8"})
+			if tc.listedAtZero {
+				suffix += "-zero"
+			}
+			e := newEnvWithoutScheduler(t, map[string]string{"dra-cpu-" + suffix: "8", "dra-gpu-" + suffix: "8"})
 			gpuNode := "dra-gpu-" + suffix
+			if tc.listedAtZero {
+				node, err := e.client.CoreV1().Nodes().Get(e.ctx, gpuNode, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				node.Status.Capacity[draGPU], node.Status.Allocatable[draGPU] = resource.MustParse("0"), resource.MustParse("0")
+				if _, err := e.client.CoreV1().Nodes().UpdateStatus(e.ctx, node, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.config = inprocess.Config(inprocess.Profile{SchedulerName: schedulerName, Tandem: true, ReservationMode: mode, Args: []string{"reservationEvents: true"}})
+			e.startScheduler()
 			e.draDevices(gpuNode, 1)
 
 			e.create("r1", podSpec{cpu: "500m", runner: true,
@@ -154,5 +202,23 @@ func TestRunnerWithDRABackedGPU(t *testing.T) {
 				return false, nil
 			})
 		})
+	}
+}
+
+// A runner that waits for a free DRA device is tried again as soon as one
+// is published: the node's allocatable never shows DRA devices, and no
+// other plugin turned the runner away (it has no claim), so without
+// tandem's own ResourceSlice event it waited for the scheduler's flush of
+// unschedulable pods (5 minutes).
+func TestRunnerWaitsForADRADevice(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.DRAExtendedResource, true)
+	e := newEnv(t, tandemConfig(), map[string]string{"dra-late": "8"})
+	e.draClass()
+	e.create("r1", podSpec{cpu: "500m", runner: true,
+		annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=1," + draGPU + "=1"}})
+	wantContains(t, "pending message", e.unschedulable("r1"), "no node has room for both")
+	e.draSlice("dra-late", 1)
+	if got := e.bound("r1"); got != "dra-late" {
+		t.Fatalf("runner landed on %q, want dra-late", got)
 	}
 }
