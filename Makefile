@@ -51,6 +51,11 @@ demo-kubelet: control-plane kubelet
 demo: control-plane
 	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/seed.yaml --schedulers default,tandem
 
+## demo-gpu: test/scenarios/gpu.yaml: GPU and cpu jobs side by side on tainted GPU nodes (device-plugin GPUs), default kube-scheduler, tandem, tandem with reservationMode Pods; _output/demo-gpu/
+.PHONY: demo-gpu
+demo-gpu: control-plane
+	$(GO) run ./cmd/tandem-sim --scenario test/scenarios/gpu.yaml --schedulers default,tandem,tandem-pods --out _output/demo-gpu
+
 ## demo-small: two small cases (test/scenarios/small-*.yaml): the seed sequence and a burst, default kube-scheduler vs tandem
 .PHONY: demo-small
 demo-small: control-plane
