@@ -26,8 +26,10 @@ const (
 	// ReasonIgnoredAnnotation: a pod that is not a runner carries the sizing
 	// annotation.
 	ReasonIgnoredAnnotation = "WorkflowRequestsIgnored"
-	// ReasonIncompleteHookTemplate: the hook template has no $job container;
-	// the reservation covers its other containers only.
+	// ReasonIncompleteHookTemplate: the hook template sizes the workflow pod
+	// only in part: it has no $job container (the reservation covers its
+	// other containers only), or it gives the pod resourceClaims, whose
+	// devices tandem does not hold.
 	ReasonIncompleteHookTemplate = "IncompleteHookTemplate"
 	// ReasonNoReservation (on a workflow pod scheduled by tandem): its runner
 	// holds no reservation it can claim.

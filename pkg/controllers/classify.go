@@ -237,7 +237,7 @@ func (s *seams) sizeRunner(ctx context.Context, pod *v1.Pod, v *Verdict) {
 	}
 	if sz.Notice != "" {
 		logger.V(2).Info("Hook template sizes the workflow pod only in part", "pod", klog.KObj(pod), "notice", sz.Notice)
-		s.f.warn(pod, contract.ReasonIncompleteHookTemplate, "Scheduling", sz.Notice)
+		s.f.warnOnce(pod, contract.ReasonIncompleteHookTemplate, "Scheduling", sz.Notice)
 	}
 	switch {
 	case !sz.Workflow.IsZero():

@@ -39,6 +39,7 @@ const (
 
 // Cluster events: resources and actions.
 const (
+	DeviceClass           = upstream.DeviceClass
 	Node                  = upstream.Node
 	Pod                   = upstream.Pod
 	ResourceClaim         = upstream.ResourceClaim

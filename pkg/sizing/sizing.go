@@ -310,11 +310,12 @@ func (s *Sizer) size(pod *v1.Pod, defaultsOnly bool) Sizes {
 	// parse, or the error, or found=false when the runner names none.
 	var tmpl *parsedTemplate
 	var tmplErr error
+	var tmplNotice string
 	tmplRead, tmplFound := false, false
 	template := func() (*parsedTemplate, bool, error) {
 		if !tmplRead {
 			tmplRead = true
-			tmpl, tmplFound, out.Notice, tmplErr = s.fromHookTemplate(pod)
+			tmpl, tmplFound, tmplNotice, tmplErr = s.fromHookTemplate(pod)
 			if errors.As(tmplErr, new(notListedError)) {
 				out.NotListed = tmplErr
 			}
@@ -343,7 +344,9 @@ func (s *Sizer) size(pod *v1.Pod, defaultsOnly bool) Sizes {
 		case err != nil:
 			out.Problems = append(out.Problems, err)
 		case tried:
-			workflow, out.Source = t.workflow, contract.SourceHookTemplate
+			// What the template does not size is said only when it sized
+			// the workflow pod.
+			workflow, out.Source, out.Notice = t.workflow, contract.SourceHookTemplate, tmplNotice
 		}
 	}
 	if workflow == nil && len(s.defaultWorkflow) > 0 {
@@ -352,9 +355,6 @@ func (s *Sizer) size(pod *v1.Pod, defaultsOnly bool) Sizes {
 	}
 	if workflow == nil {
 		return out
-	}
-	if out.Source != contract.SourceHookTemplate {
-		out.Notice = ""
 	}
 	out.Workflow = contract.AmountFromList(workflow)
 	out.Workflow.Pods = 1

@@ -167,7 +167,8 @@ func TestFindHookTemplate(t *testing.T) {
 func TestSize(t *testing.T) {
 	hooks := &v1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "arc", Name: "hooks"},
-		Data:       map[string]string{"default.yaml": sizingtest.HookTemplate, "broken.yaml": "spec: ["},
+		Data: map[string]string{"default.yaml": sizingtest.HookTemplate, "broken.yaml": "spec: [",
+			"claims.yaml": "spec:\n  resourceClaims:\n  - name: gpu\n    resourceClaimTemplateName: one-gpu\n  containers:\n  - name: $job\n    resources:\n      requests: {cpu: 250m}\n      claims: [{name: gpu}]\n"},
 	}
 	templated := func(file string) *v1.Pod {
 		return sizingtest.WithHookTemplate(runnerPod("r").Obj(), "hooks", "/home/runner/pod-templates/"+file)
@@ -188,6 +189,8 @@ func TestSize(t *testing.T) {
 		wantStep         string
 		wantStepSource   contract.Source
 		wantPorts        string
+		// wantNotice is in the notice; empty: no notice.
+		wantNotice string
 	}{
 		"annotation wins over template and default": {
 			pod:        sizingtest.WithHookTemplate(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=2").Obj(), "hooks", "/home/runner/pod-templates/default.yaml"),
@@ -311,6 +314,22 @@ func TestSize(t *testing.T) {
 			wantPorts:    "80/TCP",
 			wantProblems: []string{"17 host ports given, at most 16 are held"},
 		},
+		// Issue 41: the devices of the template's claims are not held.
+		"hook template with resourceClaims": {
+			pod:        templated("claims.yaml"),
+			want:       "cpu=250m",
+			wantSource: contract.SourceHookTemplate,
+			wantNotice: "gives the workflow pod resourceClaims (gpu): tandem holds no device for them",
+		},
+		// ... said only when the template sized the workflow pod, not when
+		// it gave the step headroom only.
+		"annotation sizes, the template with resourceClaims gives the step headroom": {
+			pod:            sizingtest.WithHookTemplate(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Annotation(contract.StepRequestsAnnotation, "template").Obj(), "hooks", "/home/runner/pod-templates/claims.yaml"),
+			want:           "cpu=1250m",
+			wantSource:     contract.SourceAnnotation,
+			wantStep:       "cpu=250m",
+			wantStepSource: contract.SourceHookTemplate,
+		},
 		"default step headroom": {
 			pod:         runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
 			defaultStep: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")},
@@ -347,6 +366,9 @@ func TestSize(t *testing.T) {
 				if strings.Join(portStrings(got.Ports), ",") != tc.wantPorts {
 					t.Errorf("ports = %v, want %q", got.Ports, tc.wantPorts)
 				}
+			}
+			if (got.Notice == "") != (tc.wantNotice == "") || !strings.Contains(got.Notice, tc.wantNotice) {
+				t.Errorf("notice = %q, want one containing %q", got.Notice, tc.wantNotice)
 			}
 			if len(got.Problems) != len(tc.wantProblems) {
 				t.Fatalf("problems = %v, want %d matching %v", got.Problems, len(tc.wantProblems), tc.wantProblems)

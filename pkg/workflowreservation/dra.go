@@ -53,6 +53,10 @@ import (
 type draRoom struct {
 	// classes: the DeviceClass of each DRA-backed resource asked for.
 	classes map[v1.ResourceName]*resourceapi.DeviceClass
+	// own: the resources are the pod's own request, which the
+	// DynamicResources plugin checks against the node's devices (not a
+	// runner's pair, of which it sees only the runner).
+	own     bool
 	manager fwk.SharedDRAManager
 	matcher *deviceMatcher
 
@@ -99,8 +103,8 @@ func draEnabled(h fwk.Handle) bool {
 
 // draRoomFor returns the DeviceClasses that map need's extended resources to
 // DRA devices, or nil if none does (the usual case: one lookup per extended
-// resource asked for).
-func (pl *WorkflowReservation) draRoomFor(need contract.Amount) *draRoom {
+// resource asked for). own: need is the pod's own request.
+func (pl *WorkflowReservation) draRoomFor(need contract.Amount, own bool) *draRoom {
 	if len(need.Scalar) == 0 || !pl.dra {
 		return nil
 	}
@@ -117,7 +121,7 @@ func (pl *WorkflowReservation) draRoomFor(need contract.Amount) *draRoom {
 	if classes == nil {
 		return nil
 	}
-	return &draRoom{classes: classes, manager: manager, matcher: pl.devices}
+	return &draRoom{classes: classes, own: own, manager: manager, matcher: pl.devices}
 }
 
 // list counts the devices of the cycle's classes per node, once. If they
@@ -249,10 +253,15 @@ func (d *draRoom) count(ctx context.Context, counts map[v1.ResourceName]deviceCo
 	}
 }
 
+// maps reports whether name is a DRA-backed resource of this cycle.
+func (d *draRoom) maps(name v1.ResourceName) bool {
+	return d != nil && d.classes[name] != nil
+}
+
 // free returns how many devices behind name node has that no claim has
 // allocated, and false if name is not a DRA-backed resource of this cycle.
 func (d *draRoom) free(node *v1.Node, name v1.ResourceName) (int64, bool) {
-	if d == nil || d.classes[name] == nil {
+	if !d.maps(name) {
 		return 0, false
 	}
 	d.once.Do(d.list)
@@ -263,7 +272,8 @@ func (d *draRoom) free(node *v1.Node, name v1.ResourceName) (int64, bool) {
 // draEvents are the events that can free DRA devices for a pod this plugin
 // turned away for want of them: devices published (a new node's driver
 // publishes its slices after the node appears, and the node's allocatable
-// never shows them) and claims deallocated or deleted. A runner has no
+// never shows them), a DeviceClass created or changed, and claims
+// deallocated or deleted. A runner has no
 // claim of its own, so the DynamicResources plugin, which watches these
 // too, never rejects it: without them the runner would wait for the
 // scheduler's periodic flush.
@@ -271,8 +281,10 @@ func (pl *WorkflowReservation) draEvents() []fwk.ClusterEventWithHint {
 	if !pl.dra {
 		return nil
 	}
+	queue := func(klog.Logger, *v1.Pod, any, any) (fwk.QueueingHint, error) { return fwk.Queue, nil }
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: exceptPairPods(queue)},
+		{Event: fwk.ClusterEvent{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: exceptPairPods(queue)},
 		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: exceptPairPods(isSchedulableAfterClaimChange)},
 	}
 }

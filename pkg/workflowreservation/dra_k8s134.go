@@ -12,7 +12,7 @@ import (
 // 1.34's scheduler framework resolves no extended resource to a DeviceClass
 // (DRAExtendedResource was alpha, without the resolver 1.35 gives plugins):
 // tandem counts every extended resource in the node's allocatable there.
-type draRoom struct{}
+type draRoom struct{ own bool }
 
 type deviceMatcher struct{}
 
@@ -20,7 +20,9 @@ func newDeviceMatcher() *deviceMatcher { return nil }
 
 func draEnabled(fwk.Handle) bool { return false }
 
-func (pl *WorkflowReservation) draRoomFor(contract.Amount) *draRoom { return nil }
+func (pl *WorkflowReservation) draRoomFor(contract.Amount, bool) *draRoom { return nil }
+
+func (d *draRoom) maps(v1.ResourceName) bool { return false }
 
 func (d *draRoom) free(*v1.Node, v1.ResourceName) (int64, bool) { return 0, false }
 

@@ -8,12 +8,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/tandem-scheduler/tandem/contract"
 	"github.com/tandem-scheduler/tandem/pkg/fwk"
 )
 
@@ -131,6 +133,45 @@ func TestIsSchedulableAfterClaimChange(t *testing.T) {
 		got, err := isSchedulableAfterClaimChange(klog.Background(), pod, tc.old, newObj)
 		if err != nil || got != tc.want {
 			t.Errorf("%s: hint = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// A runner's pair needs a free device of the node's own; a pod's own
+// request of a DRA-backed resource is left to the DynamicResources plugin
+// where nothing of it is held on the node (it may use devices tandem does
+// not count), and must fit beside what is held where something is.
+func TestFitsCountsDRADevicesWhereTheyAreHeld(t *testing.T) {
+	const gpu = v1.ResourceName("example.com/gpu")
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("8"), v1.ResourcePods: resource.MustParse("110"),
+	}}}
+	ni := nodeInfo(node)
+	room := func(own bool, free int64) *draRoom {
+		d := &draRoom{classes: map[v1.ResourceName]*resourceapi.DeviceClass{gpu: {}}, own: own}
+		d.once.Do(func() {})
+		d.byNode = map[string]map[v1.ResourceName]deviceCount{"n1": {gpu: {capacity: free}}}
+		return d
+	}
+	need := contract.Amount{MilliCPU: 1000, Scalar: map[v1.ResourceName]int64{gpu: 1}}
+	cpuHeld := contract.Amount{MilliCPU: 1000}
+	gpuHeld := contract.Amount{MilliCPU: 1000, Scalar: map[v1.ResourceName]int64{gpu: 1}}
+	for _, tc := range []struct {
+		name     string
+		reserved contract.Amount
+		dra      *draRoom
+		want     bool
+	}{
+		{name: "a pair, no device counted", reserved: cpuHeld, dra: room(false, 0), want: false},
+		{name: "a pair, a device free", reserved: cpuHeld, dra: room(false, 1), want: true},
+		{name: "a pair, the free device held", reserved: gpuHeld, dra: room(false, 1), want: false},
+		{name: "a pod's own request, nothing of it held", reserved: cpuHeld, dra: room(true, 0), want: true},
+		{name: "a pod's own request, the free device held", reserved: gpuHeld, dra: room(true, 1), want: false},
+		{name: "a pod's own request, one of two free devices held", reserved: gpuHeld, dra: room(true, 2), want: true},
+		{name: "not DRA-backed: the allocatable decides", reserved: cpuHeld, dra: nil, want: false},
+	} {
+		if got := fits(need, tc.reserved, ni, tc.dra); got != tc.want {
+			t.Errorf("%s: fits = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

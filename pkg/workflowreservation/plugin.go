@@ -293,9 +293,9 @@ func (pl *WorkflowReservation) PreFilter(ctx context.Context, cs fwk.CycleState,
 	s.request = reservations.PodAmount(pod)
 	if s.kind == kindRunner {
 		s.pair = s.request.Add(s.workflow)
-		s.dra = pl.draRoomFor(s.pair)
+		s.dra = pl.draRoomFor(s.pair, false)
 	} else {
-		s.dra = pl.draRoomFor(s.request)
+		s.dra = pl.draRoomFor(s.request, true)
 	}
 	s.nonZero = nonZeroRequest(pod)
 	s.hostPorts = podHostPorts(pod)

@@ -27,7 +27,9 @@ func amountOfPodInfo(pi fwk.PodInfo) contract.Amount {
 // fits reports whether need fits into the node's free room once reserved
 // is also taken away, for every resource need asks for, pods included. An
 // extended resource the node's allocatable does not list and a DeviceClass
-// maps to DRA devices (dra) fits where enough of its devices are free.
+// maps to DRA devices (dra) fits where enough of its devices are free; a
+// pod's own request of one (dra.own) is left to the DynamicResources
+// plugin where nothing of it is held.
 func fits(need, reserved contract.Amount, nodeInfo fwk.NodeInfo, dra *draRoom) bool {
 	alloc, used := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
 	fit := func(want, allocatable, requested, held int64) bool {
@@ -41,13 +43,15 @@ func fits(need, reserved contract.Amount, nodeInfo fwk.NodeInfo, dra *draRoom) b
 	}
 	for name, want := range need.Scalar {
 		allocatable := alloc.GetScalarResources()[name]
-		if allocatable == 0 {
-			if free, ok := dra.free(nodeInfo.Node(), name); ok {
-				if !fit(want, free, 0, reserved.Scalar[name]) {
-					return false
-				}
-				continue
+		if allocatable == 0 && dra.maps(name) {
+			if dra.own && reserved.Scalar[name] == 0 {
+				continue // nothing held of it here: DynamicResources judges the pod's own request
 			}
+			free, _ := dra.free(nodeInfo.Node(), name)
+			if !fit(want, free, 0, reserved.Scalar[name]) {
+				return false
+			}
+			continue
 		}
 		if !fit(want, allocatable, used.GetScalarResources()[name], reserved.Scalar[name]) {
 			return false
