@@ -159,11 +159,12 @@ test-versions: build-versions
 generate:
 	hack/update-codegen.sh
 
-## verify: gofmt, generated code up to date (deepcopy), golangci-lint (govet included)
+## verify: gofmt, generated code up to date (deepcopy), golangci-lint (govet included), go vet against every other supported minor (hack/vet-versions.sh)
 .PHONY: verify
 verify: lint
 	hack/verify-gofmt.sh
 	hack/verify-codegen.sh
+	hack/vet-versions.sh
 
 ## lint: golangci-lint v2 (pinned in hack/tools/lint, built into bin/) with .golangci.yaml
 .PHONY: lint
