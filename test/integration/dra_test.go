@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -221,4 +222,49 @@ func TestRunnerWaitsForADRADevice(t *testing.T) {
 	if got := e.bound("r1"); got != "dra-late" {
 		t.Fatalf("runner landed on %q, want dra-late", got)
 	}
+}
+
+// Preemption treats a held device as it treats held cpu: a low-priority
+// idle runner holding the node's one device is a victim, its reservation
+// goes with it, and the higher-priority pod gets the device; a runner of
+// the pod's own priority keeps it.
+func TestPreemptionAndAHeldDRADevice(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.DRAExtendedResource, true)
+	e := newEnv(t, tandemConfig(), map[string]string{"dra-pe": "8"})
+	e.priorityClasses()
+	e.draDevices("dra-pe", 1)
+	runner := func(name, class string) {
+		e.create(name, podSpec{cpu: "500m", runner: true, mutate: withPriority(class),
+			annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=1," + draGPU + "=1"}})
+	}
+	gpuPod := func(name, class string) {
+		e.create(name, podSpec{cpu: "100m", mutate: func(pod *v1.Pod) {
+			withPriority(class)(pod)
+			withDRAGPU(pod)
+		}})
+	}
+
+	runner("critical", "tandem-test-high")
+	e.bound("critical")
+	gpuPod("other", "tandem-test-high")
+	wantContains(t, "other's PodScheduled message", e.unschedulable("other"), contract.ErrReasonRoomReserved)
+	if got := e.get("other").Status.NominatedNodeName; got != "" {
+		t.Errorf("other was nominated to %s, where only a runner of its own priority holds the device", got)
+	}
+	e.delete("other")
+	e.delete("critical")
+
+	runner("warm", "tandem-test-low")
+	e.bound("warm")
+	gpuPod("urgent", "tandem-test-high")
+	if got := e.bound("urgent"); got != "dra-pe" {
+		t.Fatalf("urgent landed on %q", got)
+	}
+	if _, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, "warm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("warm runner still there after the preemption (err %v)", err)
+	}
+	e.poll("urgent's device is allocated", func() (bool, error) {
+		st := e.get("urgent").Status.ExtendedResourceClaimStatus
+		return st != nil && st.ResourceClaimName != "", nil
+	})
 }
