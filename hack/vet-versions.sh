@@ -14,10 +14,11 @@ source hack/lib/version.sh
 
 module=github.com/tandem-scheduler/tandem
 if [[ $# -eq 0 ]]; then
-  set -- "${TANDEM_KUBE_VERSIONS[@]/${TANDEM_GOMOD_KUBE_VERSION}/}"
+  for v in "${TANDEM_KUBE_VERSIONS[@]}"; do
+    [[ "${v}" == "${TANDEM_GOMOD_KUBE_VERSION}" ]] || set -- "$@" "${v}"
+  done
 fi
 for version in "$@"; do
-  [[ -n "${version}" ]] || continue
   dir="$(tandem::version::checked_module_dir "${version}")"
   start=${SECONDS}
   (cd "${dir}" && GOWORK=off go vet -tags "$(tandem::version::tags "${version}")" \

@@ -315,7 +315,9 @@ func (s *Sizer) size(pod *v1.Pod, defaultsOnly bool) Sizes {
 	template := func() (*parsedTemplate, bool, error) {
 		if !tmplRead {
 			tmplRead = true
-			tmpl, tmplFound, tmplNotice, tmplErr = s.fromHookTemplate(pod)
+			var claims string
+			tmpl, tmplFound, tmplNotice, claims, tmplErr = s.fromHookTemplate(pod)
+			out.Notice = claims
 			if errors.As(tmplErr, new(notListedError)) {
 				out.NotListed = tmplErr
 			}
@@ -344,9 +346,11 @@ func (s *Sizer) size(pod *v1.Pod, defaultsOnly bool) Sizes {
 		case err != nil:
 			out.Problems = append(out.Problems, err)
 		case tried:
-			// What the template does not size is said only when it sized
-			// the workflow pod.
-			workflow, out.Source, out.Notice = t.workflow, contract.SourceHookTemplate, tmplNotice
+			// A missing $job matters only when the template sized the
+			// workflow pod; its claims whenever the runner has it read
+			// (the hooks build the workflow pod from it all the same).
+			workflow, out.Source = t.workflow, contract.SourceHookTemplate
+			out.Notice = joinNotices(tmplNotice, out.Notice)
 		}
 	}
 	if workflow == nil && len(s.defaultWorkflow) > 0 {
@@ -402,49 +406,54 @@ func (s *Sizer) size(pod *v1.Pod, defaultsOnly bool) Sizes {
 }
 
 // fromHookTemplate reads the runner's hook template. found reports whether
-// the runner names one at all; notice warns about a template that answers
-// but without a $job container.
-func (s *Sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, notice string, err error) {
+// the runner names one at all. Its notices: noJob when the template has no $job container (it matters
+// when the template sizes the workflow pod), claims when it gives the
+// workflow pod resourceClaims (it matters whatever sized the reservation).
+func (s *Sizer) fromHookTemplate(pod *v1.Pod) (t *parsedTemplate, found bool, noJob, claims string, err error) {
 	ref, err := FindHookTemplate(pod)
 	if err != nil {
-		return nil, true, "", err
+		return nil, true, "", "", err
 	}
 	if ref == nil {
-		return nil, false, "", nil
+		return nil, false, "", "", nil
 	}
 	if s.configMaps == nil {
-		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap lookups are not available", ref.Path)
+		return nil, true, "", "", fmt.Errorf("hook template %s: ConfigMap lookups are not available", ref.Path)
 	}
 	if !s.Listed(pod.Namespace) {
-		return nil, true, "", notListedError{namespace: pod.Namespace}
+		return nil, true, "", "", notListedError{namespace: pod.Namespace}
 	}
 	cm, err := s.configMaps.ConfigMaps(pod.Namespace).Get(ref.ConfigMap)
 	if apierrors.IsNotFound(err) {
-		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap %s/%s not found", ref.Path, pod.Namespace, ref.ConfigMap)
+		return nil, true, "", "", fmt.Errorf("hook template %s: ConfigMap %s/%s not found", ref.Path, pod.Namespace, ref.ConfigMap)
 	}
 	if err != nil {
-		return nil, true, "", fmt.Errorf("hook template %s: %w", ref.Path, err)
+		return nil, true, "", "", fmt.Errorf("hook template %s: %w", ref.Path, err)
 	}
 	data, ok := cm.Data[ref.Key]
 	if !ok {
-		return nil, true, "", fmt.Errorf("hook template %s: ConfigMap %s/%s has no key %q", ref.Path, pod.Namespace, ref.ConfigMap, ref.Key)
+		return nil, true, "", "", fmt.Errorf("hook template %s: ConfigMap %s/%s has no key %q", ref.Path, pod.Namespace, ref.ConfigMap, ref.Key)
 	}
 	where := fmt.Sprintf("hook template %s (ConfigMap %s/%s key %q)", ref.Path, pod.Namespace, ref.ConfigMap, ref.Key)
 	t, err = s.templates.parse(templateKey{uid: cm.UID, resourceVersion: cm.ResourceVersion, key: ref.Key}, data)
 	if err != nil {
-		return nil, true, "", fmt.Errorf("%s: %w", where, err)
+		return nil, true, "", "", fmt.Errorf("%s: %w", where, err)
 	}
 	if contract.AmountFromList(t.workflow).IsZero() {
-		return nil, true, "", fmt.Errorf("%s asks for no resources: give %s requests or limits", where, contract.JobContainer)
+		return nil, true, "", "", fmt.Errorf("%s asks for no resources: give %s requests or limits", where, contract.JobContainer)
 	}
-	var notices []string
 	if !t.hasJob {
-		notices = append(notices, fmt.Sprintf("%s has no %s container: the job container will request nothing, only its other containers (%s) are reserved", where, contract.JobContainer, contract.FormatResources(t.workflow)))
+		noJob = fmt.Sprintf("%s has no %s container: the job container will request nothing, only its other containers (%s) are reserved", where, contract.JobContainer, contract.FormatResources(t.workflow))
 	}
 	if len(t.claims) > 0 {
-		notices = append(notices, fmt.Sprintf("%s gives the workflow pod resourceClaims (%s): tandem holds no device for them, and the runner may land where none is free; ask for the device as an extended resource a DeviceClass maps instead", where, strings.Join(t.claims, ", ")))
+		claims = fmt.Sprintf("%s gives the workflow pod resourceClaims (%s): tandem holds no device for them, and the runner may land where none is free; ask for the device as an extended resource a DeviceClass maps instead", where, strings.Join(t.claims, ", "))
 	}
-	return t, true, strings.Join(notices, "; "), nil
+	return t, true, noJob, claims, nil
+}
+
+// joinNotices joins the notices that are not empty.
+func joinNotices(notices ...string) string {
+	return strings.Join(slices.DeleteFunc(notices, func(n string) bool { return n == "" }), "; ")
 }
 
 // parseHostPorts reads "PORT[/PROTOCOL][,...]".

@@ -168,6 +168,7 @@ func TestSize(t *testing.T) {
 	hooks := &v1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "arc", Name: "hooks"},
 		Data: map[string]string{"default.yaml": sizingtest.HookTemplate, "broken.yaml": "spec: [",
+			"no-job.yaml": "spec:\n  containers:\n  - name: envoy\n    resources:\n      requests: {cpu: 250m}\n",
 			"claims.yaml": "spec:\n  resourceClaims:\n  - name: gpu\n    resourceClaimTemplateName: one-gpu\n  containers:\n  - name: $job\n    resources:\n      requests: {cpu: 250m}\n      claims: [{name: gpu}]\n"},
 	}
 	templated := func(file string) *v1.Pod {
@@ -321,14 +322,30 @@ func TestSize(t *testing.T) {
 			wantSource: contract.SourceHookTemplate,
 			wantNotice: "gives the workflow pod resourceClaims (gpu): tandem holds no device for them",
 		},
-		// ... said only when the template sized the workflow pod, not when
-		// it gave the step headroom only.
+		// ... also when the template gave the step headroom only: the
+		// hooks build the workflow pod from it, claims included.
 		"annotation sizes, the template with resourceClaims gives the step headroom": {
 			pod:            sizingtest.WithHookTemplate(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Annotation(contract.StepRequestsAnnotation, "template").Obj(), "hooks", "/home/runner/pod-templates/claims.yaml"),
 			want:           "cpu=1250m",
 			wantSource:     contract.SourceAnnotation,
 			wantStep:       "cpu=250m",
 			wantStepSource: contract.SourceHookTemplate,
+			wantNotice:     "resourceClaims (gpu)",
+		},
+		// A missing $job matters only where the template sized the
+		// workflow pod.
+		"annotation sizes, the template without $job gives the step headroom": {
+			pod:            sizingtest.WithHookTemplate(runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Annotation(contract.StepRequestsAnnotation, "template").Obj(), "hooks", "/home/runner/pod-templates/no-job.yaml"),
+			want:           "cpu=1250m",
+			wantSource:     contract.SourceAnnotation,
+			wantStep:       "cpu=250m",
+			wantStepSource: contract.SourceHookTemplate,
+		},
+		"hook template without $job": {
+			pod:        templated("no-job.yaml"),
+			want:       "cpu=250m",
+			wantSource: contract.SourceHookTemplate,
+			wantNotice: "has no $job container",
 		},
 		"default step headroom": {
 			pod:         runnerPod("r").Annotation(contract.WorkflowRequestsAnnotation, "cpu=1").Obj(),
