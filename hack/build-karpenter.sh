@@ -4,6 +4,9 @@
 #   bin/karpenter-kwok   from sigs.k8s.io/karpenter/kwok at KARPENTER_VERSION
 #   bin/karpenter-crds/  its CRDs (NodePool, NodeClaim, NodeOverlay,
 #                        KWOKNodeClass), copied from the module cache
+#   bin/karpenter-kwok-instance-types.json
+#                        the KWOK provider's instance types (its embedded
+#                        catalogue), which harness/karpenter extends
 # Karpenter is its own module: it is built from its own go.mod (as
 # `go install sigs.k8s.io/karpenter/kwok@VERSION` would), not from ours, so our
 # module graph does not change. v1.14+ need a newer Go than ours: keep v1.13.x.
@@ -41,4 +44,6 @@ mkdir -p bin/karpenter-crds
 cp "${dir}"/pkg/apis/crds/*.yaml "${dir}"/kwok/apis/crds/*.yaml bin/karpenter-crds/
 chmod u+w bin/karpenter-crds/*.yaml
 echo "${KARPENTER_VERSION}" > bin/karpenter-crds/VERSION
+cp "${dir}"/kwok/cloudprovider/instance_types.json bin/karpenter-kwok-instance-types.json
+chmod u+w bin/karpenter-kwok-instance-types.json
 echo "built bin/karpenter-kwok and bin/karpenter-crds/ ($(ls bin/karpenter-crds/*.yaml | wc -l) CRDs) in $((SECONDS - start))s"

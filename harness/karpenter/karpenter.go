@@ -48,6 +48,9 @@ type Options struct {
 	BinDir string
 	// NodePool is the NodePool (and KWOKNodeClass) to create.
 	NodePool NodePool
+	// InstanceTypes are added to KWOK's catalogue of instance types; a
+	// NodePool selects them by their instance-family label.
+	InstanceTypes []InstanceType
 	// BatchIdleDuration and BatchMaxDuration bound Karpenter's provisioning
 	// batch window (its defaults are 1s and 10s: a lone pending pod waits 1s).
 	// Zero keeps Karpenter's default.
@@ -110,11 +113,19 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Karpenter, err
 	if k.healthPort, err = controlplane.FreePort(); err != nil {
 		return nil, err
 	}
+	env := k.env(opts)
+	if len(opts.InstanceTypes) > 0 {
+		file, err := writeInstanceTypes(filepath.Dir(path), opts.Dir, opts.InstanceTypes)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, "INSTANCE_TYPES_FILE_PATH="+file)
+	}
 	if k.proc, err = controlplane.StartProcess(controlplane.ProcessSpec{
 		Name: Name,
 		Path: path,
 		Dir:  opts.Dir,
-		Env:  k.env(opts),
+		Env:  env,
 	}); err != nil {
 		return nil, err
 	}

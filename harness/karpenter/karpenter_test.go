@@ -2,12 +2,16 @@ package karpenter
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 )
@@ -21,6 +25,7 @@ func TestNodePoolObjects(t *testing.T) {
 		wantConsolidateAfter string
 		wantPolicy           string
 		wantLimits           map[string]any
+		wantTaints           []any
 	}{
 		"defaults": {
 			wantClassSpec:        map[string]any{},
@@ -33,6 +38,10 @@ func TestNodePoolObjects(t *testing.T) {
 			pool: NodePool{
 				Name: "burst", InstanceCPUs: []int{4}, ConsolidationPolicy: "WhenEmpty",
 				ConsolidateAfter: 90 * time.Second, RegistrationDelay: 2500 * time.Millisecond, CPULimit: 32,
+				Taints: []v1.Taint{
+					{Key: "nvidia.com/gpu", Value: "present", Effect: v1.TaintEffectNoSchedule},
+					{Key: "dedicated", Effect: v1.TaintEffectNoExecute},
+				},
 			},
 			wantClassSpec:        map[string]any{"nodeRegistrationDelay": "2s"},
 			wantName:             "burst",
@@ -40,6 +49,10 @@ func TestNodePoolObjects(t *testing.T) {
 			wantConsolidateAfter: "90s",
 			wantPolicy:           "WhenEmpty",
 			wantLimits:           map[string]any{"cpu": "32"},
+			wantTaints: []any{
+				map[string]any{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+				map[string]any{"key": "dedicated", "effect": "NoExecute"},
+			},
 		},
 		"never consolidate": {
 			pool:                 NodePool{ConsolidateAfter: -1},
@@ -82,6 +95,10 @@ func TestNodePoolObjects(t *testing.T) {
 			if diff := cmp.Diff(tc.wantLimits, limits); diff != "" {
 				t.Errorf("limits (-want,+got):\n%s", diff)
 			}
+			taints, _, _ := unstructured.NestedSlice(pool.Object, "spec", "template", "spec", "taints")
+			if diff := cmp.Diff(tc.wantTaints, taints); diff != "" {
+				t.Errorf("taints (-want,+got):\n%s", diff)
+			}
 		})
 	}
 }
@@ -118,5 +135,58 @@ func TestInstallCRDsWithoutCRDs(t *testing.T) {
 	err := InstallCRDs(context.Background(), &rest.Config{Host: "https://127.0.0.1:1"}, t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "run make karpenter") {
 		t.Errorf("InstallCRDs of an empty dir: %v, want an error that says to run make karpenter", err)
+	}
+}
+
+// TestWriteInstanceTypes: the extra types follow KWOK's own in the shape its
+// cloud provider reads, and a name KWOK already has is refused.
+func TestWriteInstanceTypes(t *testing.T) {
+	bin, dir := t.TempDir(), t.TempDir()
+	own := `[{"name":"c-2x-amd64-linux","offerings":[],"architecture":"amd64","operatingSystems":["linux"],"resources":{"cpu":"2"}}]`
+	if err := os.WriteFile(filepath.Join(bin, InstanceTypesFileName), []byte(own), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gpu := InstanceType{
+		Name:      "g-8x-amd64-linux-1gpu",
+		Resources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("8"), "nvidia.com/gpu": resource.MustParse("1")},
+		Price:     1.5,
+	}
+	path, err := writeInstanceTypes(bin, dir, []InstanceType{gpu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"name": "c-2x-amd64-linux", "offerings": []any{}, "architecture": "amd64", "operatingSystems": []any{"linux"}, "resources": map[string]any{"cpu": "2"}},
+		{
+			"name": "g-8x-amd64-linux-1gpu",
+			"offerings": []any{map[string]any{
+				"Price": 1.5, "Available": true,
+				"Requirements": []any{
+					map[string]any{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []any{"on-demand"}},
+					map[string]any{"key": "topology.kubernetes.io/zone", "operator": "In", "values": []any{"test-zone-a"}},
+				},
+			}},
+			"architecture": "amd64", "operatingSystems": []any{"linux"},
+			"resources": map[string]any{"cpu": "8", "nvidia.com/gpu": "1"},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("instance types (-want,+got):\n%s", diff)
+	}
+
+	gpu.Name = "c-2x-amd64-linux"
+	if _, err := writeInstanceTypes(bin, dir, []InstanceType{gpu}); err == nil {
+		t.Error("an instance type named like one of KWOK's was accepted")
+	}
+	if _, err := writeInstanceTypes(t.TempDir(), dir, []InstanceType{gpu}); err == nil || !strings.Contains(err.Error(), "run make karpenter") {
+		t.Errorf("without KWOK's catalogue: %v, want an error that says to run make karpenter", err)
 	}
 }

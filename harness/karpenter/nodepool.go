@@ -8,6 +8,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 )
@@ -55,6 +57,9 @@ type NodePool struct {
 	RegistrationDelay time.Duration
 	// CPULimit caps the CPU of all the pool's nodes; zero means no limit.
 	CPULimit int
+	// Taints are put on every node of the pool (a GPU pool's
+	// nvidia.com/gpu=present:NoSchedule).
+	Taints []v1.Taint
 }
 
 func (p NodePool) withDefaults() NodePool {
@@ -128,6 +133,18 @@ func (p NodePool) Objects() (nodeClass, nodePool *unstructured.Unstructured) {
 			"budgets": []any{map[string]any{"nodes": "100%"}},
 		},
 	}
+	if len(p.Taints) > 0 {
+		taints := make([]any, 0, len(p.Taints))
+		for _, t := range p.Taints {
+			taint := map[string]any{"key": t.Key, "effect": string(t.Effect)}
+			if t.Value != "" {
+				taint["value"] = t.Value
+			}
+			taints = append(taints, taint)
+		}
+		template := spec["template"].(map[string]any)["spec"].(map[string]any)
+		template["taints"] = taints
+	}
 	if p.CPULimit > 0 {
 		spec["limits"] = map[string]any{"cpu": strconv.Itoa(p.CPULimit)}
 	}
@@ -148,6 +165,18 @@ func ApplyNodePool(ctx context.Context, client dynamic.Interface, p NodePool) er
 	}
 	if err := apply(ctx, client.Resource(NodePoolGVR), nodePool); err != nil {
 		return fmt.Errorf("applying NodePool %s: %w", nodePool.GetName(), err)
+	}
+	return nil
+}
+
+// DeleteNodePool deletes the NodePool named name and its KWOKNodeClass:
+// Karpenter then terminates the pool's nodes.
+func DeleteNodePool(ctx context.Context, client dynamic.Interface, name string) error {
+	if err := client.Resource(NodePoolGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting NodePool %s: %w", name, err)
+	}
+	if err := client.Resource(KWOKNodeClassGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting KWOKNodeClass %s: %w", name, err)
 	}
 	return nil
 }

@@ -100,6 +100,7 @@ func run(m *testing.M) int {
 			InstanceCPUs:      []int{2, 4, 8},
 			RegistrationDelay: registrationDelay,
 		},
+		InstanceTypes:     []karpenter.InstanceType{gpuInstanceType},
 		BatchIdleDuration: 500 * time.Millisecond,
 		BatchMaxDuration:  3 * time.Second,
 	})
