@@ -177,17 +177,17 @@ func TestDeployRenderedManifests(t *testing.T) {
 	e.checkMonitoring(standby)
 }
 
-// acquiredLease are the lines kube-scheduler's leader election logs when it
-// wins tandem's lease: structured from client-go 0.35 on, printf-style in
-// 0.34 (the 1.34 build, make test-versions).
-var acquiredLease = []string{
-	`"Successfully acquired lease" lock="` + releaseNamespace + "/" + releaseName + `"`,
-	`successfully acquired lease ` + releaseNamespace + "/" + releaseName,
-}
+// acquired reports whether log says that its replica won tandem's lease in
+// the release namespace.
+func acquired(log string) bool { return acquiredLease(log, releaseNamespace, releaseName) }
 
-// acquired reports whether log says that its replica won tandem's lease.
-func acquired(log string) bool {
-	return slices.ContainsFunc(acquiredLease, func(line string) bool { return strings.Contains(log, line) })
+// acquiredLease reports whether log says that its replica won lease ns/name,
+// by the line kube-scheduler's leader election logs: structured from
+// client-go 0.35 on, printf-style in 0.34 (the 1.34 build, make
+// test-versions).
+func acquiredLease(log, ns, name string) bool {
+	return strings.Contains(log, `"Successfully acquired lease" lock="`+ns+"/"+name+`"`) ||
+		strings.Contains(log, "successfully acquired lease "+ns+"/"+name)
 }
 
 // leaderOf waits until tandem's lease in the release namespace is held by
@@ -195,13 +195,19 @@ func acquired(log string) bool {
 // the leader, found by its log, and one other replica (nil if none).
 func (e *env) leaderOf(replicas []*replica, previous *replica) (leader, other *replica) {
 	e.t.Helper()
-	e.poll("a replica leads through lease "+releaseNamespace+"/"+releaseName, func() (bool, error) {
-		lease, err := e.client.CoordinationV1().Leases(releaseNamespace).Get(e.ctx, releaseName, metav1.GetOptions{})
+	return e.leaderOfLease(releaseNamespace, releaseName, replicas, previous)
+}
+
+// leaderOfLease is leaderOf for lease ns/name.
+func (e *env) leaderOfLease(ns, name string, replicas []*replica, previous *replica) (leader, other *replica) {
+	e.t.Helper()
+	e.poll("a replica leads through lease "+ns+"/"+name, func() (bool, error) {
+		lease, err := e.client.CoordinationV1().Leases(ns).Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil || holderOf(lease) == "" {
 			return false, nil //nolint:nilerr // polled again until the lease exists
 		}
 		for _, r := range replicas {
-			if r != previous && acquired(r.log(e.t)) {
+			if r != previous && acquiredLease(r.log(e.t), ns, name) {
 				leader = r
 			}
 		}

@@ -96,6 +96,26 @@ func withDRAGPU(pod *v1.Pod) {
 	pod.Spec.Containers[0].Resources.Limits = v1.ResourceList{draGPU: resource.MustParse("1")}
 }
 
+// draWorkflowPod creates runner's workflow pod (1 cpu and one draGPU) as
+// hooks v0.8 create it, with a required hostname affinity to the runner's
+// node, and waits until it is bound there and the scheduler has allocated
+// a device to it.
+func (e *env) draWorkflowPod(runner, node string) {
+	e.t.Helper()
+	name := runner + "-workflow"
+	e.create(name, podSpec{cpu: "1", workflowOf: runner, mutate: func(pod *v1.Pod) {
+		requireNode(node)(pod)
+		withDRAGPU(pod)
+	}})
+	if got := e.bound(name); got != node {
+		e.t.Fatalf("workflow pod landed on %q, want its runner's node %s", got, node)
+	}
+	e.poll("the workflow pod's device is allocated", func() (bool, error) {
+		st := e.get(name).Status.ExtendedResourceClaimStatus
+		return st != nil && st.ResourceClaimName != "", nil
+	})
+}
+
 // A runner whose workflow pod asks for a GPU that is a DRA device lands where
 // a device is free, the device is held for the workflow pod against the
 // profile's other pods (also after a restart), and the workflow pod gets it.
@@ -175,19 +195,7 @@ func TestRunnerWithDRABackedGPU(t *testing.T) {
 			e.create("other-gpu-2", podSpec{cpu: "100m", mutate: withDRAGPU})
 			wantContains(t, "pending message after a restart", e.unschedulable("other-gpu-2"), contract.ErrReasonRoomReserved)
 
-			// As hooks v0.8 create it: a required hostname affinity to the
-			// runner's node. The scheduler allocates the device to it.
-			e.create("r1-workflow", podSpec{cpu: "1", workflowOf: "r1", mutate: func(pod *v1.Pod) {
-				requireNode(gpuNode)(pod)
-				withDRAGPU(pod)
-			}})
-			if got := e.bound("r1-workflow"); got != gpuNode {
-				t.Fatalf("workflow pod landed on %q, want its runner's node %s", got, gpuNode)
-			}
-			e.poll("the workflow pod's device is allocated", func() (bool, error) {
-				st := e.get("r1-workflow").Status.ExtendedResourceClaimStatus
-				return st != nil && st.ResourceClaimName != "", nil
-			})
+			e.draWorkflowPod("r1", gpuNode)
 			// The device is the workflow pod's now: the others still wait,
 			// for the device and no longer for a reservation.
 			e.poll("other-gpu waits for a device, not for reserved room", func() (bool, error) {
@@ -267,4 +275,55 @@ func TestPreemptionAndAHeldDRADevice(t *testing.T) {
 		st := e.get("urgent").Status.ExtendedResourceClaimStatus
 		return st != nil && st.ResourceClaimName != "", nil
 	})
+}
+
+// TestFailoverKeepsAHeldDRADevice: a standby tandem-scheduler, which built
+// its reservations from the events it watched while another replica led,
+// takes over with a DRA device held for a workflow pod that has not come
+// yet: another GPU pod of the profile waits with RoomReserved, and the
+// workflow pod gets the device. Two tandem-scheduler processes (bin/) with
+// leader election on a lease of the test's own.
+func TestFailoverKeepsAHeldDRADevice(t *testing.T) {
+	e := newEnvWithoutScheduler(t, map[string]string{"dra-fo-cpu": "8", "dra-fo-gpu": "8"})
+	const gpuNode = "dra-fo-gpu"
+	e.draDevices(gpuNode, 1)
+	e.ensureAuthenticationConfigMap()
+	lease := e.ns
+	config := inprocess.Config(inprocess.Profile{
+		SchedulerName: schedulerName, Tandem: true, Args: []string{"reservationEvents: true"},
+		LeaderElection: &inprocess.LeaderElection{
+			ResourceName: lease, ResourceNamespace: metav1.NamespaceSystem,
+			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		},
+	})
+	dir := t.TempDir()
+	// The gate is alpha in 1.35 (on by default from 1.36, GA in 1.37).
+	args := []string{"--config=", "--feature-gates=DRAExtendedResource=true"}
+	kubeconfig := controlPlane.KubeconfigPath()
+	first := startReplica(t, e.ctx, "tandem-scheduler-a", dir, args, []byte(config), kubeconfig)
+	if got, _ := e.leaderOfLease(metav1.NamespaceSystem, lease, []*replica{first}, nil); got != first {
+		t.Fatalf("leader = %v, want %s", got, first.name)
+	}
+	standby := startReplica(t, e.ctx, "tandem-scheduler-b", dir, args, []byte(config), kubeconfig)
+
+	e.create("r1", podSpec{cpu: "500m", runner: true,
+		annotations: map[string]string{contract.WorkflowRequestsAnnotation: "cpu=1," + draGPU + "=1"}})
+	if got := e.bound("r1"); got != gpuNode {
+		t.Fatalf("runner landed on %q, want %s, the node with the device", got, gpuNode)
+	}
+	if acquiredLease(standby.log(t), metav1.NamespaceSystem, lease) {
+		t.Fatalf("%s acquired the lease while %s held it", standby.name, first.name)
+	}
+
+	if err := first.p.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.leaderOfLease(metav1.NamespaceSystem, lease, []*replica{standby}, first); got != standby {
+		t.Fatalf("leader after failover = %v, want %s", got, standby.name)
+	}
+	e.create("other-gpu", podSpec{cpu: "100m", mutate: withDRAGPU})
+	wantContains(t, "other-gpu's pending message after the failover", e.unschedulable("other-gpu"), contract.ErrReasonRoomReserved)
+
+	e.draWorkflowPod("r1", gpuNode)
+	e.event("r1-workflow", contract.ReasonClaimed)
 }
