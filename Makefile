@@ -30,7 +30,7 @@ kubectl-tandem:
 control-plane:
 	hack/build-control-plane.sh
 
-## karpenter: Karpenter's KWOK cloud provider (v1.13.0, its own module) into bin/karpenter-kwok, its CRDs into bin/karpenter-crds/ (cold: ~1.5 min of CPU, then seconds)
+## karpenter: Karpenter's KWOK cloud provider (v1.13.0, its own module) into bin/karpenter-kwok, its CRDs into bin/karpenter-crds/, its instance types into bin/karpenter-kwok-instance-types.json (cold: ~1.5 min of CPU, then seconds)
 .PHONY: karpenter
 karpenter:
 	hack/build-karpenter.sh

@@ -44,6 +44,7 @@ mkdir -p bin/karpenter-crds
 cp "${dir}"/pkg/apis/crds/*.yaml "${dir}"/kwok/apis/crds/*.yaml bin/karpenter-crds/
 chmod u+w bin/karpenter-crds/*.yaml
 echo "${KARPENTER_VERSION}" > bin/karpenter-crds/VERSION
+rm -f bin/karpenter-kwok-instance-types.json
 cp "${dir}"/kwok/cloudprovider/instance_types.json bin/karpenter-kwok-instance-types.json
 chmod u+w bin/karpenter-kwok-instance-types.json
-echo "built bin/karpenter-kwok and bin/karpenter-crds/ ($(ls bin/karpenter-crds/*.yaml | wc -l) CRDs) in $((SECONDS - start))s"
+echo "built bin/karpenter-kwok, bin/karpenter-kwok-instance-types.json and bin/karpenter-crds/ ($(ls bin/karpenter-crds/*.yaml | wc -l) CRDs) in $((SECONDS - start))s"

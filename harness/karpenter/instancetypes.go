@@ -18,8 +18,8 @@ const InstanceTypesFileName = Name + "-instance-types.json"
 // instances KWOK's own do not model (GPUs: its catalogue has none).
 type InstanceType struct {
 	// Name must not be one of KWOK's. Its instance-family label is the part
-	// before the first "-" or "." ("g" for g-8x-amd64-linux-1gpu), its
-	// instance-cpu label its cpu.
+	// before the first "-" or "." ("g" for g-8x-amd64-linux-1gpu; a name
+	// with neither: its first character), its instance-cpu label its cpu.
 	Name string
 	// Resources is the instance's capacity: cpu, memory and any extended
 	// resource (nvidia.com/gpu). KWOK adds pods=110 when it is absent and

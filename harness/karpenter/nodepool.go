@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -169,9 +170,38 @@ func ApplyNodePool(ctx context.Context, client dynamic.Interface, p NodePool) er
 	return nil
 }
 
-// DeleteNodePool deletes the NodePool named name and its KWOKNodeClass:
-// Karpenter then terminates the pool's nodes.
+// DeleteNodePool deletes the NodeClaims of the NodePool named name and
+// waits until they are gone (Karpenter's finalizer terminates their nodes
+// first), then deletes the NodePool and its KWOKNodeClass. The claims go
+// first because nothing else would remove them here: Karpenter leaves a
+// pool-less node alone, and only the garbage collector, which a bare
+// control plane does not run, follows a NodeClaim's owner reference to its
+// deleted NodePool. A pod still on a node delays its removal until it is
+// evicted.
 func DeleteNodePool(ctx context.Context, client dynamic.Interface, name string) error {
+	claims := client.Resource(NodeClaimGVR)
+	selector := metav1.ListOptions{LabelSelector: NodePoolLabel + "=" + name}
+	list, err := claims.List(ctx, selector)
+	if err != nil {
+		return fmt.Errorf("listing the NodeClaims of NodePool %s: %w", name, err)
+	}
+	for _, c := range list.Items {
+		if err := claims.Delete(ctx, c.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting NodeClaim %s: %w", c.GetName(), err)
+		}
+	}
+	var left int
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := claims.List(ctx, selector)
+		if err != nil {
+			return false, err
+		}
+		left = len(list.Items)
+		return left == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the %d NodeClaims of NodePool %s to go: %w", left, name, err)
+	}
 	if err := client.Resource(NodePoolGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting NodePool %s: %w", name, err)
 	}

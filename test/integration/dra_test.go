@@ -110,8 +110,15 @@ func (e *env) draWorkflowPod(runner, node string) {
 	if got := e.bound(name); got != node {
 		e.t.Fatalf("workflow pod landed on %q, want its runner's node %s", got, node)
 	}
-	e.poll("the workflow pod's device is allocated", func() (bool, error) {
-		st := e.get(name).Status.ExtendedResourceClaimStatus
+	e.deviceAllocated(name)
+}
+
+// deviceAllocated waits until the scheduler has allocated the device of the
+// pod's extended resource (status.extendedResourceClaimStatus names its claim).
+func (e *env) deviceAllocated(pod string) {
+	e.t.Helper()
+	e.poll(pod+"'s device is allocated", func() (bool, error) {
+		st := e.get(pod).Status.ExtendedResourceClaimStatus
 		return st != nil && st.ResourceClaimName != "", nil
 	})
 }
@@ -271,18 +278,15 @@ func TestPreemptionAndAHeldDRADevice(t *testing.T) {
 	if _, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, "warm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("warm runner still there after the preemption (err %v)", err)
 	}
-	e.poll("urgent's device is allocated", func() (bool, error) {
-		st := e.get("urgent").Status.ExtendedResourceClaimStatus
-		return st != nil && st.ResourceClaimName != "", nil
-	})
+	e.deviceAllocated("urgent")
 }
 
-// TestFailoverKeepsAHeldDRADevice: a standby tandem-scheduler, which built
-// its reservations from the events it watched while another replica led,
-// takes over with a DRA device held for a workflow pod that has not come
-// yet: another GPU pod of the profile waits with RoomReserved, and the
-// workflow pod gets the device. Two tandem-scheduler processes (bin/) with
-// leader election on a lease of the test's own.
+// TestFailoverKeepsAHeldDRADevice: a standby tandem-scheduler, running
+// (its informers watching) since before the runner came, takes over with a
+// DRA device held for a workflow pod that has not come yet: another GPU pod
+// of the profile waits with RoomReserved, and the workflow pod gets the
+// device. Two tandem-scheduler processes (bin/) with leader election on a
+// lease of the test's own.
 func TestFailoverKeepsAHeldDRADevice(t *testing.T) {
 	e := newEnvWithoutScheduler(t, map[string]string{"dra-fo-cpu": "8", "dra-fo-gpu": "8"})
 	const gpuNode = "dra-fo-gpu"
@@ -293,7 +297,10 @@ func TestFailoverKeepsAHeldDRADevice(t *testing.T) {
 		SchedulerName: schedulerName, Tandem: true, Args: []string{"reservationEvents: true"},
 		LeaderElection: &inprocess.LeaderElection{
 			ResourceName: lease, ResourceNamespace: metav1.NamespaceSystem,
-			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			// kube-scheduler's lease and deadline, so that a loaded machine
+			// does not lose the lease mid-test; the stopped leader releases
+			// it, and the standby retries every half second.
+			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		},
 	})
 	dir := t.TempDir()
