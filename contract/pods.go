@@ -89,3 +89,29 @@ func markedAndControlled(pod *v1.Pod, label, ofAnnotation string) bool {
 	ref := metav1.GetControllerOf(pod)
 	return ref != nil && ref.Kind == "Pod" && ref.Name != "" && ref.Name == pod.Annotations[ofAnnotation]
 }
+
+// workflowPodSuffix ends the name of the workflow pod a container hook
+// creates: the runner pod's name, cut to 54 characters, + "-workflow".
+const workflowPodSuffix = "-workflow"
+
+// ClaimOrder orders the pods labelled with a runner's name as they claim
+// its reservation: by creation, then the hook's workflow pod before the
+// others, then by name. The first of a runner incarnation's pods on its
+// node is its workflow pod, which claims; the later ones are container-step
+// pods (hooks v0.8 label them too). Creation times have whole seconds, and
+// a step pod created in the workflow pod's second sorts first by name
+// (r1-step-… before r1-workflow): the name's suffix breaks that tie, never
+// more (the label, not the name, links a pod to its runner).
+func ClaimOrder(a, b *v1.Pod) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	aw, bw := strings.HasSuffix(a.Name, workflowPodSuffix), strings.HasSuffix(b.Name, workflowPodSuffix)
+	switch {
+	case aw && !bw:
+		return -1
+	case bw && !aw:
+		return 1
+	}
+	return strings.Compare(a.Name, b.Name)
+}

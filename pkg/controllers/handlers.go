@@ -102,18 +102,13 @@ func (f *Feeder) indexWorkflowPod(obj any) ([]string, error) {
 }
 
 // WorkflowPods returns the pods labelled as workflow pods of runner, in
-// any phase the informer holds, oldest first (creation, then name): the
-// first of a runner incarnation's is its workflow pod, the later ones are
-// container-step pods (hooks v0.8 label them too), whatever order the
-// cache lists them in.
+// any phase the informer holds, in the order they claim
+// (contract.ClaimOrder): the first of a runner incarnation's is its
+// workflow pod, the later ones are container-step pods (hooks v0.8 label
+// them too), whatever order the cache lists them in.
 func (f *Feeder) WorkflowPods(runner types.NamespacedName) []*v1.Pod {
 	out := f.labelledPods(runner)
-	slices.SortFunc(out, func(a, b *v1.Pod) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	slices.SortFunc(out, contract.ClaimOrder)
 	return out
 }
 
@@ -231,11 +226,45 @@ func (f *Feeder) observeRunner(logger klog.Logger, pod *v1.Pod) {
 	logger.V(2).Info("Rebuilt reservation from runner pod", "runner", klog.KObj(pod), "node", r.Node, "size", r.Size.String())
 	// Informers deliver existing pods in any order: the workflow pod may
 	// have been seen before its runner.
-	for _, wf := range f.WorkflowPods(key) {
+	f.claimOldest(logger, key)
+}
+
+// claimOldest offers runner's bound pods, oldest first, to its reservation:
+// the first of them on its node that belongs to this runner incarnation
+// claims it, its workflow pod (the later ones are container steps).
+func (f *Feeder) claimOldest(logger klog.Logger, runner types.NamespacedName) {
+	for _, wf := range f.WorkflowPods(runner) {
 		if wf.Spec.NodeName != "" && !contract.IsTerminal(wf) {
-			f.observeWorkflow(logger, wf, key)
+			f.observeWorkflow(logger, wf, runner)
 		}
 	}
+}
+
+// claimListed claims each reservation that no pod claimed for the oldest of
+// its runner's bound pods on its node (claimOldest), once the handlers have
+// seen every pod the informer listed: until then they claim nothing
+// (observeWorkflow).
+func (f *Feeder) claimListed(logger klog.Logger) {
+	for _, r := range f.store.List() {
+		if r.ClaimedBy() == "" && !r.UsedUp() {
+			f.claimOldest(logger, r.Runner)
+		}
+	}
+}
+
+// oldestClaimant returns the oldest of runner's bound pods on r's node that
+// belong to r's runner incarnation and still run: the pod that claims r,
+// whichever of them an informer delivered first. pod is one of them.
+func (f *Feeder) oldestClaimant(runner types.NamespacedName, r reservations.Reservation, pod *v1.Pod) *v1.Pod {
+	for _, wf := range f.WorkflowPods(runner) {
+		if wf.UID == pod.UID {
+			return pod
+		}
+		if wf.Spec.NodeName == r.Node && !contract.IsTerminal(wf) && r.Owns(wf) {
+			return wf
+		}
+	}
+	return pod
 }
 
 // observeWorkflow marks the runner's reservation claimed by a bound workflow
@@ -252,6 +281,17 @@ func (f *Feeder) observeWorkflow(logger klog.Logger, pod *v1.Pod, runner types.N
 		// Every status update of such a pod comes here: no write lock.
 		f.claimsNothingElsewhere(logger, pod, runner, r.Node)
 		return
+	}
+	if r.ClaimedBy() == "" && r.Owns(pod) {
+		// An informer delivers the pods it lists in any order, and a real
+		// apiserver lists by name: a runner's container-step pods
+		// (r1-step-…) before its workflow pod (r1-workflow). The oldest
+		// claims; until the handlers have seen every listed pod it may be
+		// one they have not seen yet, and claimListed claims then.
+		if !f.synced() {
+			return
+		}
+		pod = f.oldestClaimant(runner, r, pod)
 	}
 	taken, seen := f.store.SeeWorkflowPod(runner, pod)
 	switch seen {

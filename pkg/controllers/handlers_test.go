@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -126,6 +128,59 @@ func TestRebuildWorkflowPodFirst(t *testing.T) {
 	if r, ok := f.store.Get(key("r1")); !ok || r.ClaimedBy() != wf.UID {
 		t.Errorf("reservation %+v (found %v), want it claimed by %s", r, ok, wf.UID)
 	}
+}
+
+// Found by TestHoldRuleTable failing once under load: an informer delivers
+// the pods it lists in any order, and a real apiserver lists by name, a
+// runner's container-step pods (r1-step-…) before its workflow pod
+// (r1-workflow). A runner rebuilt before its workflow pod was seen let a
+// step pod claim the reservation, and the workflow pod then counted as a
+// step pod: the step headroom it leaves was no longer held, and once the
+// step pod ended the reservation was used up. The handlers claim nothing
+// until they have seen every listed pod, and then the oldest claims.
+func TestStepPodSeenBeforeItsWorkflowPodClaimsNothing(t *testing.T) {
+	logger := klogger(t)
+	created := func(sec int64) metav1.Time { return metav1.Unix(sec, 0) }
+	runner := runnerPod("r1").Node("n1").CreationTimestamp(created(10)).Annotation(contract.ReservationAnnotation, recordedFor("r1")).Obj()
+	wf := workflowPod("r1").Node("n1").CreationTimestamp(created(20)).Obj()
+	step := st.MakePod().Namespace(runner.Namespace).Name("r1-step-0a1b").UID("r1-step-0a1b").Label("runner-pod", "r1").
+		Node("n1").CreationTimestamp(created(30)).Obj()
+	claimed := func(f *Feeder) types.UID {
+		r, ok := f.store.Get(key("r1"))
+		if !ok {
+			t.Fatal("the runner's reservation was not rebuilt")
+		}
+		return r.ClaimedBy()
+	}
+
+	t.Run("while the informer's list is handed over", func(t *testing.T) {
+		f, _ := newTestFeeder(t)
+		var synced atomic.Bool
+		f.synced = synced.Load // the handlers have not seen every listed pod
+		useListerOf(t, f, runner, step)
+		f.OnPod(logger, runner)
+		f.OnPod(logger, step)
+		useListerOf(t, f, runner, step, wf)
+		f.OnPod(logger, wf)
+		if got := claimed(f); got != "" {
+			t.Errorf("claimed by %q before every listed pod was seen, want no claim yet", got)
+		}
+		synced.Store(true)
+		f.claimListed(logger)
+		if got := claimed(f); got != wf.UID {
+			t.Errorf("claimed by %q, want the workflow pod %q", got, wf.UID)
+		}
+	})
+	t.Run("a step pod's event first, once every pod was seen", func(t *testing.T) {
+		f, _ := newTestFeeder(t)
+		useListerOf(t, f, runner)
+		f.OnPod(logger, runner)
+		useListerOf(t, f, runner, step, wf)
+		f.OnPod(logger, step)
+		if got := claimed(f); got != wf.UID {
+			t.Errorf("claimed by %q, want the workflow pod %q", got, wf.UID)
+		}
+	})
 }
 
 // A record (or a runner's own sizing) that could never fit on its node,

@@ -23,6 +23,7 @@ func (f *Feeder) runReconciler(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), f.synced) {
 		return
 	}
+	f.claimListed(klog.FromContext(ctx))
 	first := true
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		f.Reconcile(ctx)

@@ -42,6 +42,13 @@ func TestStepPodUsesHeadroomAfterClaim(t *testing.T) {
 	if got := e.bound("r1-step-v08"); got != node {
 		t.Fatalf("step pod landed on %q", got)
 	}
+	// A restart while the step pod runs. It was created in the workflow
+	// pod's second, and sorts before it by name (and so does the
+	// apiserver's list): the workflow pod must still be the claim, or the
+	// step pod's end would use the reservation up and give the headroom
+	// away while the job runs (checked below, once the step pod is gone).
+	e.stopScheduler()
+	e.startScheduler()
 	e.delete("r1-step-v08")
 
 	job, err := e.client.BatchV1().Jobs(e.ns).Create(e.ctx, &batchv1.Job{

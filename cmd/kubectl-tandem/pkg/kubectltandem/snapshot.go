@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/tandem-scheduler/tandem/contract"
 )
 
 // Rules say which pods are what, as the scheduler's configuration does:
@@ -154,7 +155,7 @@ func (s *Snapshot) index() {
 		}
 	}
 	for _, pods := range s.byRunner {
-		slices.SortFunc(pods, func(a, b runnerPod) int { return olderFirst(a.pod, b.pod) })
+		slices.SortFunc(pods, func(a, b runnerPod) int { return contract.ClaimOrder(a.pod, b.pod) })
 	}
 }
 
@@ -183,13 +184,6 @@ func (s *Snapshot) jobRunner(pod *v1.Pod) string {
 		}
 	}
 	return ""
-}
-
-func olderFirst(a, b *v1.Pod) int {
-	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Name, b.Name)
 }
 
 // scheduledSince is when the pod was bound (its PodScheduled condition),
