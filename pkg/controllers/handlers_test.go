@@ -171,6 +171,17 @@ func TestStepPodSeenBeforeItsWorkflowPodClaimsNothing(t *testing.T) {
 			t.Errorf("claimed by %q, want the workflow pod %q", got, wf.UID)
 		}
 	})
+	t.Run("created in the workflow pod's second", func(t *testing.T) {
+		// Creation times have whole seconds; by name the step pod sorts first.
+		wf, step := wf.DeepCopy(), step.DeepCopy()
+		step.CreationTimestamp = wf.CreationTimestamp
+		f, _ := newTestFeeder(t)
+		useListerOf(t, f, runner, step, wf)
+		f.OnPod(logger, runner)
+		if got := claimed(f); got != wf.UID {
+			t.Errorf("claimed by %q, want the workflow pod %q", got, wf.UID)
+		}
+	})
 	t.Run("a step pod's event first, once every pod was seen", func(t *testing.T) {
 		f, _ := newTestFeeder(t)
 		useListerOf(t, f, runner)
