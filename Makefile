@@ -106,6 +106,7 @@ test: control-plane build karpenter kubelet verify test-tools test-kubectl-tande
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	hack/bench-scheduler.sh short
 	hack/bench-sim.sh short
+	hack/upstream-tests.sh short
 	hack/test-release.sh
 
 ## fuzz: every fuzz target (parsers of user input) for FUZZTIME each; `make test` runs their seed corpus
@@ -243,6 +244,11 @@ bench-scheduler: control-plane
 .PHONY: bench-sim
 bench-sim: control-plane
 	hack/bench-sim.sh
+
+## upstream-tests: kube-scheduler's own integration tests (go.mod's k8s.io/kubernetes; PKG, RUN, COUNT) vanilla and with WorkflowReservation as shipped in every profile (test/upstream), in alternating rounds; runs and failures per side (default: TestAsyncPreemption 20 times, ~35 min); make test runs one subtest once a side
+.PHONY: upstream-tests
+upstream-tests: control-plane
+	hack/upstream-tests.sh
 
 .PHONY: clean
 clean:
