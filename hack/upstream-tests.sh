@@ -8,13 +8,22 @@
 #   hack/upstream-tests.sh report             # the table again from the last run's logs
 #   COUNT=5 RUN='^Test' hack/upstream-tests.sh   # the whole preemption suite, 5 runs a side
 #   PKG=k8s.io/kubernetes/test/integration/scheduler/filters RUN='^Test' hack/upstream-tests.sh
+#   (TIMEOUT: each run's -test.timeout, default 20m)
+#
+# What the tandem side exercises: the tests create no ARC runners, so every
+# pod takes WorkflowReservation's path for ordinary pods (its filter and
+# score in NodeResourcesFit's place, its bind skipping), with no room held.
+# test/upstream says which profiles it leaves alone and what it cannot carry
+# over from a profile; a failure on the tandem side alone is a lead, not yet
+# a verdict.
 #
 # The tests are the ones of go.mod's k8s.io/kubernetes, compiled from the
 # module cache. The tandem side is built against a tree of hard links to
 # that module (a copy where links cannot be made) in which test/integration/util/util.go's scheduler constructor wraps
 # the test's options in WithTransformedProfiles, a function this script adds
 # to package scheduler. The tree lives under _output; nothing of upstream is
-# copied into the repository. Each side's output stays in _output/upstream/.
+# copied into the repository. Each side's output stays in _output/upstream/
+# (_output/upstream-short/ in short mode).
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -23,9 +32,12 @@ PKG="${PKG:-k8s.io/kubernetes/test/integration/scheduler/preemption}"
 RUN="${RUN:-^TestAsyncPreemption\$}"
 COUNT="${COUNT:-20}"
 OUT="${ROOT}/_output/upstream"
+TIMEOUT="${TIMEOUT:-20m}"
 MODE="${1:-full}"
 if [[ "${MODE}" == short ]]; then
+  PKG=k8s.io/kubernetes/test/integration/scheduler/preemption
   RUN='^TestAsyncPreemption$/^basic:_async_preemption_happens_expectedly'
+  TIMEOUT=5m
   COUNT=1
   OUT="${ROOT}/_output/upstream-short"
 fi
@@ -35,17 +47,18 @@ name="$(basename "${PKG}")"
 # side's schedulers were not what the side is, when nothing ran, and in
 # short mode when the test failed.
 report() {
-  local status=0 side log injected runs runs_ok sub_pass sub_fail
+  local status=0 side log injected skipped runs runs_ok sub_pass sub_fail
   for side in vanilla tandem; do
     log="${OUT}/${name}-${side}.log"
     injected="$(grep -c '^tandem-upstream: ' "${log}" || true)"
+    skipped="$(grep -c '^tandem-upstream-skipped: ' "${log}" || true)"
     runs="$(grep -c '^upstream-tests: exit ' "${log}" || true)"
     runs_ok="$(grep -c '^upstream-tests: exit 0$' "${log}" || true)"
     sub_pass="$(grep -cE '^ +--- PASS: ' "${log}" || true)"
     sub_fail="$(grep -cE '^ +--- FAIL: ' "${log}" || true)"
-    echo "${side}: ${runs_ok} of ${runs} runs passed (subtests: ${sub_pass} of $((sub_pass + sub_fail))); ${injected} test schedulers ran WorkflowReservation"
+    echo "${side}: ${runs_ok} of ${runs} runs passed (subtests: ${sub_pass} of $((sub_pass + sub_fail))); ${injected} test schedulers' profiles ran WorkflowReservation, ${skipped} were left alone (test/upstream)"
     grep -E -- '--- FAIL: ' "${log}" | sed -E 's/^ *--- FAIL: ([^ ]+).*/\1/' | sort | uniq -c | sed 's/^/  failed: /' || true
-    if [[ "${side}" == tandem && "${injected}" == 0 ]] || [[ "${side}" == vanilla && "${injected}" != 0 ]]; then
+    if [[ "${side}" == tandem && "${injected}" == 0 ]] || [[ "${side}" == vanilla && "${injected}${skipped}" != 00 ]]; then
       echo "upstream-tests: the ${side} build's schedulers are not what this side is (${injected} ran WorkflowReservation)" >&2
       status=1
     fi
@@ -53,8 +66,8 @@ report() {
       echo "upstream-tests: ${RUN} failed on the ${side} side" >&2
       status=1
     fi
-    if (( runs != COUNT )) || ! grep -qE '^--- (PASS|FAIL): ' "${log}"; then
-      echo "upstream-tests: ${runs} runs of ${COUNT} on the ${side} side, or no test of ${PKG} matched '${RUN}'" >&2
+    if (( runs == 0 )) || { [[ "${MODE}" != report ]] && (( runs != COUNT )); } || ! grep -qE '^--- (PASS|FAIL): ' "${log}"; then
+      echo "upstream-tests: ${runs} runs on the ${side} side (${COUNT} wanted), or no test of ${PKG} matched '${RUN}'" >&2
       status=1
     fi
   done
@@ -71,17 +84,25 @@ hack/build-control-plane.sh >/dev/null
 export PATH="${ROOT}/bin:${PATH}"
 
 mod="$(go list -m -f '{{.Dir}}' k8s.io/kubernetes)"
+# InitTestSchedulerWithOptions's constructor, which the preemption suite and
+# most others use. StartScheduler's is not wrapped: a package that builds its
+# schedulers there shows none that ran WorkflowReservation, and fails below.
 marker='testCtx.Scheduler, err = scheduler.New('
 if [[ "$(grep -c -F "${marker}" "${mod}/test/integration/util/util.go")" != 1 ]]; then
-  echo "upstream-tests: test/integration/util no longer builds its scheduler in one place (${marker}); update this script" >&2
+  echo "upstream-tests: test/integration/util/util.go no longer has one '${marker}'; update this script" >&2
   exit 1
 fi
 # The module cache is read-only and go's -overlay may not touch it: the
 # tandem side builds against a tree of hard links to it, with go.mod's
 # k8s.io/kubernetes replaced by that tree, and two files changed.
-k8s="${OUT}/kubernetes"
+# One path for every mode: the build cache keys a package on its directory,
+# so a second build from the same path compiles nothing again.
+k8s="${ROOT}/_output/upstream-kubernetes"
 rm -rf "${k8s}"
-cp -al "${mod}" "${k8s}" 2>/dev/null || cp -r "${mod}" "${k8s}"
+if ! cp -al "${mod}" "${k8s}" 2>/dev/null; then
+  rm -rf "${k8s}"
+  cp -r "${mod}" "${k8s}"
+fi
 find "${k8s}" -type d -exec chmod u+w {} +
 rm "${k8s}/test/integration/util/util.go"
 sed -e "s|^import (|import (\n\ttandemupstream \"github.com/tandem-scheduler/tandem/test/upstream\"|" \
@@ -148,7 +169,7 @@ for ((i = 1; i <= COUNT; i++)); do
     # A failing run (a test that fails, panics or times out) is what this
     # script counts, not a reason to stop.
     rc=0
-    (cd "${mod}/${PKG#k8s.io/kubernetes/}" && "${OUT}/${name}-${side}.test" -test.run "${RUN}" -test.v) \
+    (cd "${mod}/${PKG#k8s.io/kubernetes/}" && "${OUT}/${name}-${side}.test" -test.run "${RUN}" -test.timeout "${TIMEOUT}" -test.v) \
       >> "${OUT}/${name}-${side}.log" 2>&1 || rc=$?
     echo "upstream-tests: exit ${rc}" >> "${OUT}/${name}-${side}.log"
   done

@@ -1,14 +1,25 @@
 // Package upstream gives kube-scheduler's own integration tests tandem's
-// plugin as shipped, in every profile they build, so that a suite written
-// for vanilla kube-scheduler runs unchanged under tandem's profile
-// (hack/upstream-tests.sh). It changes a profile exactly as the shipped
-// configuration (manifests/scheduler-config.yaml) changes the default one:
-// WorkflowReservation enabled, at bind too (it binds only runners and skips
-// every other pod), NodeResourcesFit disabled at preFilter, filter, preScore and score
-// because WorkflowReservation runs its filter and scores in its place, and
-// the shipped WorkflowReservation args. Its scoring strategy is the
-// profile's own NodeResourcesFit one, so a test that ranks nodes ranks them
-// as it expects.
+// plugin, so that a suite written for vanilla kube-scheduler runs unchanged
+// under tandem's profile (hack/upstream-tests.sh). A profile gets what the
+// shipped configuration (manifests/scheduler-config.yaml) gives the default
+// one for the plugin: WorkflowReservation enabled, at bind too (it binds only
+// runners and skips every other pod); NodeResourcesFit disabled at
+// preFilter, filter, preScore and score, because WorkflowReservation runs its
+// filter and scores in its place; and the shipped WorkflowReservation args,
+// with the profile's own NodeResourcesFit scoring strategy, so that a test
+// that ranks nodes ranks them as it expects. The shipped PodTopologySpread
+// args (no default constraints) are not applied: they are not the plugin's.
+//
+// A profile is left alone, and says so, where tandem's profile could not be
+// the same as it: one that runs no NodeResourcesFit filter, and one whose
+// NodeResourcesFit args ignore resources or score in a way WorkflowReservation
+// cannot (its filter runs NodeResourcesFit with the default args). Resources
+// an extender marks ignoredByScheduler, which kube-scheduler adds to those
+// args after this runs, are not ignored on the tandem side.
+//
+// Each profile builds its own plugin with workflowreservation.New, which
+// starts the controllers that tandem-scheduler's binary runs once for all
+// its profiles (NewFactory).
 package upstream
 
 import (
@@ -81,38 +92,79 @@ func load(path string) (*schedulerapi.KubeSchedulerConfiguration, error) {
 
 // Tandemize returns copies of profiles with tandem's plugin added as the
 // shipped configuration adds it, each with a copy of args whose scoring
-// strategy is the profile's NodeResourcesFit one.
-func Tandemize(profiles []schedulerapi.KubeSchedulerProfile, args *config.WorkflowReservationArgs) ([]schedulerapi.KubeSchedulerProfile, error) {
-	out := make([]schedulerapi.KubeSchedulerProfile, 0, len(profiles))
+// strategy is the profile's NodeResourcesFit one; a profile it leaves alone
+// is returned as it is, with the reason in skipped (by profile index).
+func Tandemize(profiles []schedulerapi.KubeSchedulerProfile, args *config.WorkflowReservationArgs) (out []schedulerapi.KubeSchedulerProfile, skipped map[int]string) {
+	skipped = map[int]string{}
 	for i := range profiles {
 		p := profiles[i].DeepCopy()
+		a := args.DeepCopy()
+		if why := fitOf(p, a); why != "" {
+			skipped[i] = why
+			out = append(out, *p)
+			continue
+		}
 		if p.Plugins == nil {
 			p.Plugins = &schedulerapi.Plugins{}
 		}
 		enable(&p.Plugins.MultiPoint, workflowreservation.Name)
-		// Before the profile's binders, as shipped; it skips every pod
-		// that is not a runner.
+		// As shipped; it skips every pod that is not a runner.
 		enable(&p.Plugins.Bind, workflowreservation.Name)
 		for _, set := range []*schedulerapi.PluginSet{&p.Plugins.PreFilter, &p.Plugins.Filter, &p.Plugins.PreScore, &p.Plugins.Score} {
 			disable(set, names.NodeResourcesFit)
-		}
-		a := args.DeepCopy()
-		for _, pc := range p.PluginConfig {
-			fit, ok := pc.Args.(*schedulerapi.NodeResourcesFitArgs)
-			if pc.Name != names.NodeResourcesFit || !ok || fit.ScoringStrategy == nil {
-				continue
-			}
-			s, err := scoring(fit.ScoringStrategy)
-			if err != nil {
-				return nil, fmt.Errorf("profile %q: %w", p.SchedulerName, err)
-			}
-			a.ScoringStrategy = s
 		}
 		p.PluginConfig = slices.DeleteFunc(p.PluginConfig, func(pc schedulerapi.PluginConfig) bool { return pc.Name == workflowreservation.Name })
 		p.PluginConfig = append(p.PluginConfig, schedulerapi.PluginConfig{Name: workflowreservation.Name, Args: a})
 		out = append(out, *p)
 	}
-	return out, nil
+	return out, skipped
+}
+
+// fitOf sets a's scoring strategy to p's NodeResourcesFit one and returns
+// why p cannot be tandemized, if it cannot.
+func fitOf(p *schedulerapi.KubeSchedulerProfile, a *config.WorkflowReservationArgs) string {
+	if !runsFitFilter(p.Plugins) {
+		return "it runs no " + names.NodeResourcesFit + " filter"
+	}
+	for _, pc := range p.PluginConfig {
+		fit, ok := pc.Args.(*schedulerapi.NodeResourcesFitArgs)
+		if pc.Name != names.NodeResourcesFit || !ok {
+			continue
+		}
+		if len(fit.IgnoredResources) != 0 || len(fit.IgnoredResourceGroups) != 0 {
+			return "its " + names.NodeResourcesFit + " ignores resources"
+		}
+		if fit.ScoringStrategy == nil {
+			continue
+		}
+		s, err := scoring(fit.ScoringStrategy)
+		if err != nil {
+			return err.Error()
+		}
+		a.ScoringStrategy = s
+	}
+	return ""
+}
+
+// runsFitFilter reports whether plugins run NodeResourcesFit at filter, as
+// the framework expands them: enabled there, or at multiPoint and disabled
+// at neither.
+func runsFitFilter(plugins *schedulerapi.Plugins) bool {
+	if plugins == nil {
+		return true // the default plugins
+	}
+	if has(plugins.Filter.Disabled, names.NodeResourcesFit) || has(plugins.Filter.Disabled, "*") {
+		return has(plugins.Filter.Enabled, names.NodeResourcesFit)
+	}
+	if has(plugins.Filter.Enabled, names.NodeResourcesFit) {
+		return true
+	}
+	return has(plugins.MultiPoint.Enabled, names.NodeResourcesFit) &&
+		!has(plugins.MultiPoint.Disabled, names.NodeResourcesFit) && !has(plugins.MultiPoint.Disabled, "*")
+}
+
+func has(list []schedulerapi.Plugin, name string) bool {
+	return slices.ContainsFunc(list, func(p schedulerapi.Plugin) bool { return p.Name == name })
 }
 
 // scoring is tandem's equivalent of a NodeResourcesFit scoring strategy.
@@ -133,13 +185,13 @@ func scoring(s *schedulerapi.ScoringStrategy) (*config.ScoringStrategy, error) {
 }
 
 func enable(set *schedulerapi.PluginSet, name string) {
-	if !slices.ContainsFunc(set.Enabled, func(p schedulerapi.Plugin) bool { return p.Name == name }) {
+	if !has(set.Enabled, name) {
 		set.Enabled = append(set.Enabled, schedulerapi.Plugin{Name: name})
 	}
 }
 
 func disable(set *schedulerapi.PluginSet, name string) {
-	if !slices.ContainsFunc(set.Disabled, func(p schedulerapi.Plugin) bool { return p.Name == name }) {
+	if !has(set.Disabled, name) {
 		set.Disabled = append(set.Disabled, schedulerapi.Plugin{Name: name})
 	}
 }
@@ -147,8 +199,8 @@ func disable(set *schedulerapi.PluginSet, name string) {
 // Transform is what hack/upstream-tests.sh puts in front of every
 // scheduler an upstream test builds: the shipped args read from the file
 // ConfigEnv names, and a function that tandemizes the profiles the test
-// configured (or kube-scheduler's default one) and says so on stderr, which
-// the script counts to prove the plugin ran.
+// configured (or kube-scheduler's default one) and says on stderr which it
+// changed and which it left alone; the script counts those lines.
 func Transform(t testing.TB) func([]schedulerapi.KubeSchedulerProfile) []schedulerapi.KubeSchedulerProfile {
 	t.Helper()
 	path := os.Getenv(ConfigEnv)
@@ -160,11 +212,12 @@ func Transform(t testing.TB) func([]schedulerapi.KubeSchedulerProfile) []schedul
 		t.Fatal(err)
 	}
 	return func(profiles []schedulerapi.KubeSchedulerProfile) []schedulerapi.KubeSchedulerProfile {
-		out, err := Tandemize(profiles, args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range out {
+		out, skipped := Tandemize(profiles, args)
+		for i, p := range out {
+			if why, ok := skipped[i]; ok {
+				fmt.Fprintf(os.Stderr, "tandem-upstream-skipped: %s profile %q left alone: %s\n", t.Name(), p.SchedulerName, why)
+				continue
+			}
 			fmt.Fprintf(os.Stderr, "tandem-upstream: %s profile %q runs %s\n", t.Name(), p.SchedulerName, workflowreservation.Name)
 		}
 		return out

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -27,9 +28,9 @@ func TestTandemizeTheDefaultProfileGivesTheShippedOne(t *testing.T) {
 	want := shippedProfile(t)
 
 	def := configtesting.V1ToInternalWithDefaults(t, configv1.KubeSchedulerConfiguration{})
-	got, err := Tandemize(def.Profiles, args)
-	if err != nil {
-		t.Fatal(err)
+	got, skipped := Tandemize(def.Profiles, args)
+	if len(skipped) != 0 {
+		t.Fatalf("the default profile was left alone: %v", skipped)
 	}
 	if len(got) != 1 {
 		t.Fatalf("got %d profiles, want 1", len(got))
@@ -52,8 +53,8 @@ func TestTandemizeTheDefaultProfileGivesTheShippedOne(t *testing.T) {
 }
 
 // TestTandemizeKeepsEachProfilesScoring: the profile's NodeResourcesFit
-// scoring becomes WorkflowReservation's, and one it cannot express is an
-// error, not a silent LeastAllocated.
+// scoring becomes WorkflowReservation's, and a profile whose scoring it
+// cannot express is left alone, not tandemized with LeastAllocated.
 func TestTandemizeKeepsEachProfilesScoring(t *testing.T) {
 	args, err := ShippedArgs(shipped)
 	if err != nil {
@@ -71,9 +72,9 @@ func TestTandemizeKeepsEachProfilesScoring(t *testing.T) {
 			}},
 		}},
 	})
-	got, err := Tandemize(cfg.Profiles, args)
-	if err != nil {
-		t.Fatal(err)
+	got, skipped := Tandemize(cfg.Profiles, args)
+	if len(skipped) != 0 {
+		t.Fatalf("left alone: %v", skipped)
 	}
 	want := &config.ScoringStrategy{Type: config.MostAllocated, Resources: []config.ResourceSpec{{Name: "cpu", Weight: 3}}}
 	if diff := cmp.Diff(want, pluginArgs(t, got[0]).ScoringStrategy); diff != "" {
@@ -93,8 +94,80 @@ func TestTandemizeKeepsEachProfilesScoring(t *testing.T) {
 			}},
 		}},
 	})
-	if _, err := Tandemize(ratio.Profiles, args); err == nil {
-		t.Error("a RequestedToCapacityRatio profile was tandemized without an error")
+	assertLeftAlone(t, ratio.Profiles, args, "RequestedToCapacityRatio")
+}
+
+// TestTandemizeLeavesAloneWhatItCannotBe: a profile without a
+// NodeResourcesFit filter, or whose NodeResourcesFit ignores resources,
+// comes back as it was, with the reason.
+func TestTandemizeLeavesAloneWhatItCannotBe(t *testing.T) {
+	for name, tc := range map[string]struct {
+		profile configv1.KubeSchedulerProfile
+		why     string
+	}{
+		"every multiPoint plugin disabled": {
+			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{MultiPoint: configv1.PluginSet{
+				Disabled: []configv1.Plugin{{Name: "*"}},
+				Enabled:  []configv1.Plugin{{Name: names.PrioritySort}, {Name: names.DefaultBinder}},
+			}}},
+			why: "no NodeResourcesFit filter",
+		},
+		"fit disabled at filter": {
+			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{Filter: configv1.PluginSet{
+				Disabled: []configv1.Plugin{{Name: names.NodeResourcesFit}},
+			}}},
+			why: "no NodeResourcesFit filter",
+		},
+		"ignored resources": {
+			profile: configv1.KubeSchedulerProfile{PluginConfig: []configv1.PluginConfig{{
+				Name: names.NodeResourcesFit,
+				Args: runtimeObject(&configv1.NodeResourcesFitArgs{IgnoredResources: []string{"example.com/foo"}}),
+			}}},
+			why: "ignores resources",
+		},
+		"ignored resource groups": {
+			profile: configv1.KubeSchedulerProfile{PluginConfig: []configv1.PluginConfig{{
+				Name: names.NodeResourcesFit,
+				Args: runtimeObject(&configv1.NodeResourcesFitArgs{IgnoredResourceGroups: []string{"example.com"}}),
+			}}},
+			why: "ignores resources",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args, err := ShippedArgs(shipped)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := configtesting.V1ToInternalWithDefaults(t, configv1.KubeSchedulerConfiguration{Profiles: []configv1.KubeSchedulerProfile{tc.profile}})
+			assertLeftAlone(t, cfg.Profiles, args, tc.why)
+		})
+	}
+
+	// Fit enabled again at filter after every multiPoint plugin is
+	// disabled: tandemized.
+	args, err := ShippedArgs(shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := configtesting.V1ToInternalWithDefaults(t, configv1.KubeSchedulerConfiguration{Profiles: []configv1.KubeSchedulerProfile{{
+		Plugins: &configv1.Plugins{
+			MultiPoint: configv1.PluginSet{Disabled: []configv1.Plugin{{Name: "*"}}, Enabled: []configv1.Plugin{{Name: names.PrioritySort}, {Name: names.DefaultBinder}}},
+			Filter:     configv1.PluginSet{Enabled: []configv1.Plugin{{Name: names.NodeResourcesFit}}},
+		},
+	}}})
+	if _, skipped := Tandemize(cfg.Profiles, args); len(skipped) != 0 {
+		t.Errorf("a profile that enables NodeResourcesFit at filter was left alone: %v", skipped)
+	}
+}
+
+func assertLeftAlone(t *testing.T, profiles []schedulerapi.KubeSchedulerProfile, args *config.WorkflowReservationArgs, why string) {
+	t.Helper()
+	got, skipped := Tandemize(profiles, args)
+	if !strings.Contains(skipped[0], why) {
+		t.Errorf("reason %q, want one that says %q", skipped[0], why)
+	}
+	if diff := cmp.Diff(profiles, got); diff != "" {
+		t.Errorf("a profile left alone changed (-was +is):\n%s", diff)
 	}
 }
 
