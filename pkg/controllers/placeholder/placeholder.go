@@ -346,6 +346,12 @@ func (p *Controller) sync(ctx context.Context, key podworker.RunnerKey) error {
 		p.Keys.AddAfter(key, createdRecheck)
 		return nil
 	}
+	// A loss noted while prune runs (the informer's delete handler) is
+	// not this pass's to forget: prune may have counted the pod just lost
+	// as one this worker created and the informer does not show yet.
+	p.mu.Lock()
+	_, lostBefore := p.lost[key.UID]
+	p.mu.Unlock()
 	runner, want := p.want(key)
 	have, going, err := p.prune(ctx, key, runner, want)
 	if err != nil {
@@ -353,7 +359,7 @@ func (p *Controller) sync(ctx context.Context, key podworker.RunnerKey) error {
 	}
 	p.mu.Lock()
 	lostAt, lost := p.lost[key.UID]
-	if want == nil || have {
+	if (want == nil || have) && lostBefore {
 		delete(p.lost, key.UID)
 	}
 	if runner == nil { // the runner is gone
